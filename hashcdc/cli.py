@@ -1,0 +1,268 @@
+"""The ``hashcdc`` command: validate, generate, run, replay-free daily job, query, datagen, bench.
+
+Run it from the project folder, like dbt. Every user-facing failure is one message on
+stderr and a non-zero exit status, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from hashcdc import generate
+from hashcdc.config import load_table_configs
+from hashcdc.errors import HashcdcError
+from hashcdc.project import (
+    business_date_vars,
+    dbt_args,
+    find_project_dir,
+    invoke_dbt,
+    spark_session,
+    table_selector,
+)
+
+
+def _date(text: str) -> str:
+    try:
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date in YYYY-MM-DD form") from None
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    print(f"{len(tables)} table config(s) valid: {', '.join(t.name for t in tables)}")
+    return 0
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    if args.check:
+        problems = generate.check(project_dir, tables)
+        if problems:
+            print(
+                "generated files differ from tables/ (run `hashcdc generate`):\n"
+                + "\n".join(f"  - {p}" for p in problems),
+                file=sys.stderr,
+            )
+            return 1
+        print(f"generated files match {len(tables)} table config(s)")
+        return 0
+    changed = generate.write(project_dir, tables)
+    for path in changed:
+        print(f"wrote {path}")
+    print(f"{len(changed)} file(s) changed for {len(tables)} table(s)")
+    return 0
+
+
+def _ensure_generated(project_dir: Path, names: Sequence[str]) -> None:
+    tables = load_table_configs(project_dir / "tables")
+    known = {t.name for t in tables}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise HashcdcError(
+            f"unknown table(s) {', '.join(unknown)}; configured: {', '.join(sorted(known))}"
+        )
+    problems = generate.check(project_dir, tables)
+    if problems:
+        raise HashcdcError(
+            "the models are out of date with tables/ (run `hashcdc generate` first):\n"
+            + "\n".join(f"  - {p}" for p in problems)
+        )
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    project_dir = find_project_dir(args.project_dir)
+    _ensure_generated(project_dir, args.select or [])
+    extra = ["--vars", business_date_vars(args.date), *table_selector(args.select or [])]
+    if args.target:
+        extra += ["--target", args.target]
+    os.chdir(project_dir)
+    result = invoke_dbt(dbt_args("build", project_dir, extra))
+    if not result.success:
+        print(f"hashcdc run --date {args.date}: failed (see the dbt output above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_query(args: argparse.Namespace) -> int:
+    project_dir = find_project_dir(args.project_dir)
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    frame = spark.sql(args.sql)
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(frame.columns)
+    for row in frame.toLocalIterator():
+        writer.writerow(["" if value is None else value for value in row])
+    return 0
+
+
+def _cmd_datagen(args: argparse.Namespace) -> int:
+    from hashcdc import datagen
+
+    project_dir = find_project_dir(args.project_dir)
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    options = datagen.DatagenOptions(
+        table_name=args.table,
+        initial_records=args.initial_records,
+        incremental_records=args.incremental_records or args.initial_records,
+        key_columns=args.key_columns,
+        non_key_columns=args.non_key_columns,
+        fraction_deleted=args.fraction_deleted,
+        fraction_updated=args.fraction_updated,
+        fraction_unchanged=args.fraction_unchanged,
+        dates=args.dates,
+        output=args.output,
+        seed=args.seed,
+        extract_type=args.extract_type,
+    )
+    written = datagen.generate_extracts(spark, options, project_dir)
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def _counts_text(rows: list) -> str:
+    return " ".join(f"{row.operation}={row.row_count}" for row in rows)
+
+
+DEMO_TABLE = "article_demo"
+DEMO_DATES = ("2019-06-18", "2019-06-19", "2019-06-20")
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    """The article's example end to end in one process: generate, run 3 dates, count."""
+    from hashcdc import datagen
+
+    project_dir = find_project_dir(args.project_dir)
+    os.chdir(project_dir)
+    spark = spark_session(project_dir)
+    options = datagen.DatagenOptions(
+        table_name=DEMO_TABLE,
+        dates=DEMO_DATES,
+        seed=42,
+        expected_counts_seed="demo_expected_counts",
+    )
+    datagen.generate_extracts(spark, options, project_dir)
+    _ensure_generated(project_dir, [DEMO_TABLE])
+    counts_sql = (
+        "select '{relation}' as relation, operation, count(*) as row_count "
+        "from {table} {where} group by operation order by operation"
+    )
+    summary: list[str] = []
+    for business_date in DEMO_DATES:
+        extra = ["--vars", business_date_vars(business_date), *table_selector([DEMO_TABLE])]
+        result = invoke_dbt(dbt_args("build", project_dir, extra))
+        if not result.success:
+            print(f"demo: business date {business_date} failed", file=sys.stderr)
+            return 1
+        current = spark.sql(
+            counts_sql.format(relation="current", table=f"{DEMO_TABLE}_current", where="")
+        ).collect()
+        history = spark.sql(
+            counts_sql.format(
+                relation="history",
+                table=f"{DEMO_TABLE}_history",
+                where=f"where business_date = date'{business_date}'",
+            )
+        ).collect()
+        summary.append(
+            f"{business_date}  current: {_counts_text(current):<26} "
+            f"history: {_counts_text(history)}"
+        )
+    print("\nOperations per business date (table article_demo):")
+    print("\n".join(summary))
+    return 0
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from hashcdc import bench
+
+    project_dir = find_project_dir(args.project_dir)
+    return bench.main(project_dir, args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``hashcdc`` command."""
+    parser = argparse.ArgumentParser(
+        prog="hashcdc", description="Config-driven hash-diff CDC as a dbt project on Spark."
+    )
+    parser.add_argument(
+        "--project-dir", type=Path, default=None, help="the project folder (default: .)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("validate", help="check every tables/*.yml; list every problem")
+
+    gen = sub.add_parser("generate", help="write the model files of every table config")
+    gen.add_argument("--check", action="store_true", help="only compare; exit 1 on drift")
+
+    run = sub.add_parser("run", help="process one business date (dbt build)")
+    run.add_argument("--date", required=True, type=_date, help="business date, YYYY-MM-DD")
+    run.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    run.add_argument("--target", help="profile target (default: local)")
+
+    query = sub.add_parser("query", help="run Spark SQL; CSV with a header on stdout")
+    query.add_argument("sql")
+    query.add_argument("--target", help="profile target (default: local)")
+
+    gen_data = sub.add_parser("datagen", help="generate synthetic daily extracts + table config")
+    gen_data.add_argument("--table", default="synthetic", help="table name")
+    gen_data.add_argument("--initial-records", type=int, default=10_000)
+    gen_data.add_argument("--incremental-records", type=int, default=None)
+    gen_data.add_argument("--key-columns", type=int, default=5)
+    gen_data.add_argument("--non-key-columns", type=int, default=10)
+    gen_data.add_argument("--fraction-deleted", type=float, default=0.2)
+    gen_data.add_argument("--fraction-updated", type=float, default=0.4)
+    gen_data.add_argument("--fraction-unchanged", type=float, default=0.4)
+    gen_data.add_argument(
+        "--dates", nargs="+", type=_date, default=["2019-06-18", "2019-06-19"],
+        help="business dates: the first gets the initial extract, each next one a change",
+    )
+    gen_data.add_argument(
+        "--output", default="landing/{table}",
+        help="output folder; one sub-folder per business date (default: landing/{table})",
+    )
+    gen_data.add_argument("--extract-type", choices=["full"], default="full")
+    gen_data.add_argument("--seed", type=int, default=42)
+    gen_data.add_argument("--target", help="profile target (default: local)")
+
+    sub.add_parser("demo", help="the article's example: 10,000 rows over 3 business dates")
+
+    bench_parser = sub.add_parser("bench", help="benchmark day 2 against the copy floor")
+    bench_parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    bench_parser.add_argument("--repeat", type=int, default=1)
+    bench_parser.add_argument("--output", type=Path, default=Path("bench_output"))
+    bench_parser.add_argument("--report", type=Path, default=None)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``hashcdc`` console script."""
+    args = build_parser().parse_args(argv)
+    handlers = {
+        "validate": _cmd_validate,
+        "generate": _cmd_generate,
+        "run": _cmd_run,
+        "query": _cmd_query,
+        "datagen": _cmd_datagen,
+        "bench": _cmd_bench,
+        "demo": _cmd_demo,
+    }
+    try:
+        return handlers[args.command](args)
+    except HashcdcError as exc:
+        print(f"hashcdc: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

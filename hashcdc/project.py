@@ -1,0 +1,100 @@
+"""The dbt project hashcdc runs in: locating it, invoking dbt, opening its Spark session."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+from hashcdc.errors import HashcdcError
+
+
+def find_project_dir(start: Path | None = None) -> Path:
+    """The folder holding ``dbt_project.yml``: ``start`` or the working directory."""
+    folder = (start or Path.cwd()).resolve()
+    if not (folder / "dbt_project.yml").is_file():
+        raise HashcdcError(
+            f"{folder} is not a hashcdc project (no dbt_project.yml): run hashcdc from the "
+            "project folder or pass --project-dir"
+        )
+    return folder
+
+
+def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list[str]:
+    """Arguments for a dbt command against the project and its ``profiles/`` folder."""
+    return [
+        command,
+        "--project-dir",
+        str(project_dir),
+        "--profiles-dir",
+        str(project_dir / "profiles"),
+        *extra,
+    ]
+
+
+def business_date_vars(business_date: str) -> str:
+    """The ``--vars`` argument for one business date."""
+    return json.dumps({"business_date": business_date})
+
+
+def invoke_dbt(args: list[str]) -> Any:
+    """Run dbt in this process (sharing its SparkSession); returns dbt's result object."""
+    from dbt.cli.main import dbtRunner
+
+    return dbtRunner().invoke(args)
+
+
+def table_selector(table_names: Sequence[str]) -> list[str]:
+    """dbt ``--select`` arguments for the named tables (stage, models and tests)."""
+    if not table_names:
+        return []
+    return ["--select", *[f"stg_{name}+" for name in table_names]]
+
+
+def _render_env(value: Any) -> Any:
+    if isinstance(value, str) and "{{" in value:
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+
+        def env_var(name: str, default: str | None = None) -> str:
+            if name in os.environ:
+                return os.environ[name]
+            if default is None:
+                raise HashcdcError(f"profiles.yml needs the environment variable {name}")
+            return default
+
+        return env.from_string(value).render(env_var=env_var)
+    if isinstance(value, dict):
+        return {k: _render_env(v) for k, v in value.items()}
+    return value
+
+
+def profile_output(project_dir: Path, target: str | None = None) -> dict[str, Any]:
+    """The rendered output (target) of the project's profile."""
+    profiles = yaml.safe_load((project_dir / "profiles" / "profiles.yml").read_text())
+    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text())
+    profile = profiles[project["profile"]]
+    chosen = target or _render_env(profile.get("target", "local"))
+    if chosen not in profile["outputs"]:
+        raise HashcdcError(f"profiles/profiles.yml has no target '{chosen}'")
+    return _render_env(profile["outputs"][chosen])
+
+
+def spark_session(project_dir: Path, target: str | None = None) -> Any:
+    """A SparkSession configured like the profile's target (same warehouse and metastore)."""
+    from pyspark.sql import SparkSession
+
+    output = profile_output(project_dir, target)
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in (output.get("server_side_parameters") or {}).items():
+        builder = builder.config(key, str(value))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    schema = output["schema"]
+    spark.sql(f"create database if not exists `{schema}`")
+    spark.catalog.setCurrentDatabase(schema)
+    return spark

@@ -1,0 +1,123 @@
+{% macro cdc_state(incoming, table_name, extract_type, columns) %}
+    {{ return(adapter.dispatch('cdc_state', 'hashcdc')(incoming, table_name, extract_type, columns)) }}
+{% endmacro %}
+
+{% macro default__cdc_state(incoming, table_name, extract_type, columns) %}
+{%- if extract_type not in ('full', 'delta') -%}
+    {{ exceptions.raise_compiler_error(
+        "cdc_state: extract_type must be 'full' or 'delta', got '" ~ extract_type ~ "'") }}
+{%- endif -%}
+{%- set business_date = hashcdc.business_date() -%}
+{%- set previous_date = none -%}
+{%- if is_incremental() -%}
+    {%- do hashcdc.assert_business_date_in_order(this, business_date, table_name) -%}
+    {%- set previous_date = hashcdc.previous_state_date(this, business_date) -%}
+{%- endif -%}
+{%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}
+with
+
+incoming as (
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash
+    from {{ incoming }}
+    where business_date = date'{{ business_date }}'
+),
+
+previous_state as (
+    {%- if previous_date is none %}
+    {#- No earlier snapshot: an empty state with the incoming columns and types. #}
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        cast(null as date) as eff_start_date
+    from incoming
+    where false
+    {%- else %}
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        eff_start_date
+    from {{ this }}
+    where business_date = date'{{ previous_date }}' and operation != 'D'
+    {%- endif %}
+),
+
+compared as (
+    select
+        incoming.keyhash as incoming_keyhash,
+        incoming.nonkeyhash as incoming_nonkeyhash,
+        previous_state.keyhash as previous_keyhash,
+        previous_state.nonkeyhash as previous_nonkeyhash,
+        previous_state.eff_start_date as previous_eff_start_date,
+        struct({{ hashcdc._column_list(columns, 'incoming') }}) as incoming_row,
+        struct({{ hashcdc._column_list(columns, 'previous_state') }}) as previous_row
+    from incoming
+    full outer join previous_state
+        on incoming.keyhash = previous_state.keyhash
+),
+
+operations_tagged as (
+    select
+        case
+            when previous_keyhash is null then 'I'
+            when incoming_keyhash is null then '{{ missing_operation }}'
+            when incoming_nonkeyhash != previous_nonkeyhash then 'U'
+            else 'N'
+        end as operation,
+        coalesce(incoming_keyhash, previous_keyhash) as keyhash,
+        incoming_nonkeyhash,
+        previous_nonkeyhash,
+        previous_eff_start_date,
+        incoming_row,
+        previous_row
+    from compared
+),
+
+new_state as (
+    select
+        if(operation in ('I', 'U'), incoming_row, previous_row) as state_row,
+        keyhash,
+        if(operation in ('I', 'U'), incoming_nonkeyhash, previous_nonkeyhash) as nonkeyhash,
+        operation,
+        if(
+            operation in ('I', 'U', 'D'), date'{{ business_date }}', previous_eff_start_date
+        ) as eff_start_date,
+        date'{{ business_date }}' as business_date
+    from operations_tagged
+),
+
+final as (
+    select
+        {{ hashcdc._column_list(columns, 'state_row') }},
+        keyhash,
+        nonkeyhash,
+        operation,
+        eff_start_date,
+        business_date
+    from new_state
+)
+
+select * from final
+{% endmacro %}
+
+
+{% macro _column_list(columns, relation_alias=none) %}
+    {#- Comma-separated, quoted column names, optionally qualified with an alias. -#}
+    {%- if columns is string or columns | length == 0 -%}
+        {{ exceptions.raise_compiler_error(
+            "hashcdc: expected a non-empty list of column names, got " ~ columns) }}
+    {%- endif -%}
+    {%- set quoted = [] -%}
+    {%- for column in columns -%}
+        {%- if relation_alias -%}
+            {%- do quoted.append(relation_alias ~ '.' ~ adapter.quote(column)) -%}
+        {%- else -%}
+            {%- do quoted.append(adapter.quote(column)) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(quoted | join(', ')) }}
+{% endmacro %}

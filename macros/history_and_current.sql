@@ -1,0 +1,87 @@
+{% macro history_changes(state, columns) %}
+    {{ return(adapter.dispatch('history_changes', 'hashcdc')(state, columns)) }}
+{% endmacro %}
+
+{% macro default__history_changes(state, columns) %}
+{%- set business_date = hashcdc.business_date() -%}
+with
+
+state_snapshot as (
+    select * from {{ state }}
+    where business_date = date'{{ business_date }}'
+),
+
+changes as (
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        operation,
+        eff_start_date,
+        business_date
+    from state_snapshot
+    where operation in ('I', 'U', 'D')
+)
+
+select * from changes
+{% endmacro %}
+
+
+{% macro current_state(state, columns) %}
+    {{ return(adapter.dispatch('current_state', 'hashcdc')(state, columns)) }}
+{% endmacro %}
+
+{% macro default__current_state(state, columns) %}
+with
+
+state_snapshots as (
+    select * from {{ state }}
+),
+
+latest_snapshot as (
+    select * from state_snapshots
+    where business_date = (select max(business_date) from state_snapshots)
+),
+
+current_rows as (
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        operation,
+        eff_start_date
+    from latest_snapshot
+    where operation != 'D'
+)
+
+select * from current_rows
+{% endmacro %}
+
+
+{% macro prune_state_snapshots(state, keep) %}
+    {{ return(adapter.dispatch('prune_state_snapshots', 'hashcdc')(state, keep)) }}
+{% endmacro %}
+
+{% macro default__prune_state_snapshots(state, keep) %}
+    {#- Drop all but the `keep` most recent dated snapshots of a state table (post-hook). -#}
+    {%- if not execute -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- if keep | int < 2 -%}
+        {{ exceptions.raise_compiler_error(
+            "hashcdc_state_snapshots_kept must be at least 2 (the latest date's previous "
+            ~ "state is needed to re-run it), got " ~ keep) }}
+    {%- endif -%}
+    {#- The metastore lists partitions without reading any data file. -#}
+    {%- set partitions = run_query("show partitions " ~ state) -%}
+    {%- set dates = [] -%}
+    {%- for row in partitions.rows -%}
+        {%- do dates.append(row[0].split('=')[1]) -%}
+    {%- endfor -%}
+    {%- for snapshot_date in (dates | sort(reverse=true))[keep | int:] -%}
+        {%- do run_query(
+            "alter table " ~ state ~ " drop if exists partition (business_date = '"
+            ~ snapshot_date ~ "')") -%}
+    {%- endfor -%}
+    {{ return('') }}
+{% endmacro %}
