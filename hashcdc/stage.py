@@ -30,6 +30,10 @@ SOURCE_FILE_COLUMN = "_source_file"
 ROW_ERRORS_COLUMN = "_row_errors"
 CORRUPT_RECORD_COLUMN = "_corrupt_record"
 MAX_REPORTED_ROWS = 10
+# Spark's CSV reader reports an unquoted empty field as its nullValue and a quoted empty
+# field ("") as "". With this marker (never in real data) as nullValue, `a,,b` reads as
+# null and `a,"",b` as the empty string, as in PostgreSQL's CSV format.
+UNQUOTED_EMPTY_MARKER = "\u0001"
 
 
 def parse_business_date(value: Any) -> str:
@@ -103,7 +107,7 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
         .option("quote", options["quote"])
         .option("escape", options["escape"])
         .option("encoding", options["encoding"])
-        .option("nullValue", options["null_value"])
+        .option("nullValue", options["null_value"] or UNQUOTED_EMPTY_MARKER)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT_RECORD_COLUMN)
         .csv(files)

@@ -19,5 +19,6 @@ Plugin = AdapterPlugin(
     adapter=HashcdcAdapter,  # type: ignore[arg-type]
     credentials=HashcdcCredentials,
     include_path=str(Path(__file__).parent / "include"),
+    project_name="dbt_hashcdc",
     dependencies=["spark"],
 )

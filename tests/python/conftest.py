@@ -1,0 +1,154 @@
+"""Shared fixtures: one temporary hashcdc project and one SparkSession for the whole run.
+
+Spark start-up costs 20-40 s here, so every test shares the session that the first dbt
+invocation (or the first ``spark`` use) creates, and dbt runs in-process via dbtRunner.
+Tests isolate themselves by table name inside the one project.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+os.environ["TZ"] = "UTC"
+time.tzset()
+
+
+@dataclass
+class DbtOutcome:
+    """What a dbt invocation reported: success and the messages of failed nodes."""
+
+    success: bool
+    messages: list[str] = field(default_factory=list)
+    statuses: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.messages)
+
+
+class Project:
+    """A hashcdc project in a temporary folder, driven like a user would."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    # -- configs and extracts -------------------------------------------------
+    def add_table(self, config: dict[str, Any]) -> None:
+        from hashcdc import generate
+        from hashcdc.config import load_table_configs
+
+        (self.root / "tables" / f"{config['name']}.yml").write_text(
+            yaml.safe_dump(config, sort_keys=False), encoding="utf-8"
+        )
+        generate.write(self.root, load_table_configs(self.root / "tables"))
+
+    def remove_table(self, name: str) -> None:
+        from hashcdc import generate
+        from hashcdc.config import load_table_configs
+
+        (self.root / "tables" / f"{name}.yml").unlink()
+        generate.write(self.root, load_table_configs(self.root / "tables"))
+
+    def write_text(self, relative: str, text: str) -> Path:
+        path = self.root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def write_csv(self, relative: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
+        return self.write_text(relative, csv_text(header, rows))
+
+    # -- running --------------------------------------------------------------
+    def dbt(self, command: str, *args: str) -> DbtOutcome:
+        from hashcdc.project import dbt_args, invoke_dbt
+
+        os.chdir(self.root)
+        result = invoke_dbt(dbt_args(command, self.root, args))
+        messages: list[str] = []
+        statuses: dict[str, str] = {}
+        if result.exception is not None:
+            messages.append(str(result.exception))
+        run_results = getattr(result.result, "results", None) or []
+        for node_result in run_results:
+            statuses[node_result.node.name] = str(node_result.status)
+            if str(node_result.status) in ("error", "fail"):
+                messages.append(f"{node_result.node.name}: {node_result.message}")
+        return DbtOutcome(bool(result.success), messages, statuses)
+
+    def build(self, business_date: str, *tables: str) -> DbtOutcome:
+        from hashcdc.project import business_date_vars, table_selector
+
+        return self.dbt(
+            "build", "--vars", business_date_vars(business_date), *table_selector(tables)
+        )
+
+    @property
+    def spark(self) -> Any:
+        from hashcdc.project import spark_session
+
+        return spark_session(self.root)
+
+    def rows(self, sql: str) -> list[dict[str, Any]]:
+        return [row.asDict() for row in self.spark.sql(sql).collect()]
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """CSV the way hashcdc reads it: null unquoted-empty, every string quoted."""
+    out = io.StringIO()
+    out.write(",".join(header) + "\n")
+    for row in rows:
+        cells = []
+        for value in row:
+            if value is None:
+                cells.append("")
+            elif isinstance(value, str):
+                cells.append('"' + value.replace('"', '""') + '"')
+            else:
+                cells.append(str(value))
+        out.write(",".join(cells) + "\n")
+    return out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    root = tmp_path_factory.mktemp("hashcdc_project")
+    for item in ("dbt_project.yml", "profiles", "macros", "seeds"):
+        source = REPO / item
+        if source.is_dir():
+            shutil.copytree(source, root / item)
+        else:
+            shutil.copy(source, root / item)
+    shutil.copytree(REPO / "tests" / "generic", root / "tests" / "generic")
+    for folder in ("tables", "models", "python_models"):
+        (root / folder).mkdir()
+    os.environ.update(
+        {
+            "HASHCDC_WAREHOUSE_DIR": str(root / "warehouse"),
+            "HASHCDC_METASTORE_DIR": str(root / "metastore_db"),
+            "HASHCDC_DERBY_LOG": str(root / "derby.log"),
+            "HASHCDC_LOG4J2": str(REPO / "profiles" / "log4j2.properties"),
+            "HASHCDC_LOCAL_MASTER": "local[2]",
+            "HASHCDC_SHUFFLE_PARTITIONS": "2",
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        }
+    )
+    os.chdir(root)
+    return Project(root)
+
+
+@pytest.fixture(scope="session")
+def spark(project: Project) -> Any:
+    return project.spark

@@ -1,0 +1,89 @@
+"""Bad input stops the run with a message naming table, file, row and column.
+
+In every case the previous state stays as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CONFIG = {
+    "name": "payments",
+    "extract_type": "full",
+    "source": {"path": "landing/payments/{business_date}/payments.csv", "format": "csv"},
+    "columns": [
+        {"name": "id", "type": "int", "key": True},
+        {"name": "amount", "type": "decimal(8,2)"},
+        {"name": "paid_on", "type": "date"},
+        {"name": "paid_at", "type": "timestamp", "format": "dd/MM/yyyy HH:mm"},
+    ],
+}
+GOOD = "id,amount,paid_on,paid_at\n1,1.00,2024-01-01,01/01/2024 10:00\n2,2.00,2024-01-01,\n"
+
+
+def state_rows(project: Any) -> list[str]:
+    return sorted(map(repr, project.rows("select * from payments_state")))
+
+
+def first_day(project: Any) -> list[str]:
+    project.add_table(CONFIG)
+    project.write_text("landing/payments/2024-01-01/payments.csv", GOOD)
+    outcome = project.build("2024-01-01", "payments")
+    assert outcome.success, outcome.text
+    return state_rows(project)
+
+
+def test_values_that_do_not_cast_name_table_file_row_and_column(project: Any) -> None:
+    before = first_day(project)
+    path = project.write_text(
+        "landing/payments/2024-01-02/payments.csv",
+        "id,amount,paid_on,paid_at\n"
+        "1,1.00,2024-01-01,01/01/2024 10:00\n"
+        "2,two,2024-01-01,\n"
+        "3,3.00,2024-02-30,2024-01-03T10:00\n"
+        "4,4.00,,\n",
+    )
+    outcome = project.build("2024-01-02", "payments")
+    assert not outcome.success
+    message = outcome.text
+    assert "table 'payments', business date 2024-01-02: 2 row(s)" in message
+    assert f"{path.as_uri().replace('file:///', 'file:/')} row 2 (line 3)" in message
+    assert "column 'amount' (decimal(8,2)): value 'two' does not cast" in message
+    assert "row 3 (line 4)" in message
+    assert "column 'paid_on' (date): value '2024-02-30' does not cast" in message
+    assert "column 'paid_at' (timestamp, format 'dd/MM/yyyy HH:mm'): value '2024-01-03T10:00'" in message
+    assert "Traceback" not in message
+    assert outcome.statuses.get("payments_state") == "skipped"
+    assert state_rows(project) == before
+
+
+def test_empty_keys_and_malformed_rows_are_reported(project: Any) -> None:
+    project.add_table({**CONFIG, "name": "payments_shape",
+                       "source": {"path": "landing/payments_shape/{business_date}.csv"}})
+    project.write_text(
+        "landing/payments_shape/2024-01-01.csv",
+        "id,amount,paid_on,paid_at\n,1.00,2024-01-01,\n2,2.00\n3,3.00,2024-01-01,,extra\n",
+    )
+    outcome = project.build("2024-01-01", "payments_shape")
+    assert not outcome.success
+    assert "3 row(s)" in outcome.text
+    assert "row 1 (line 2): key column 'id' is empty" in outcome.text
+    assert "row 2 (line 3): malformed row: wrong number of fields" in outcome.text
+    assert "row 3 (line 4): malformed row" in outcome.text
+
+
+def test_missing_extract_names_the_expected_path(project: Any) -> None:
+    before = first_day(project)
+    outcome = project.build("2024-01-09", "payments")
+    assert not outcome.success
+    assert "table 'payments': no extract for business date 2024-01-09" in outcome.text
+    assert "landing/payments/2024-01-09/payments.csv" in outcome.text
+    assert "source.path in tables/payments.yml" in outcome.text
+    assert state_rows(project) == before
+
+
+def test_missing_business_date_is_a_clear_error(project: Any) -> None:
+    project.add_table(CONFIG)
+    outcome = project.dbt("build", "--select", "payments_state")
+    assert not outcome.success
+    assert "business_date is not set" in outcome.text

@@ -1,0 +1,137 @@
+"""Table config validation: every problem reported, each with file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hashcdc.config import load_table_configs, normalize_type, parse_table_config
+from hashcdc.errors import ConfigError
+
+ARTICLE_STYLE = """
+name: synthetic_cdc_data
+extract_type: full
+delimiter: ','
+source:
+  path: data/{business_date}
+columns:
+  - {name: k1, target_type: string, key: true}
+  - {name: k2, target_type: string, key: true}
+  - {name: k3, target_type: string, key: true}
+  - {name: k4, target_type: string, key: true}
+  - {name: k5, target_type: string, key: true}
+  - {name: v1, target_type: float}
+  - {name: v2, target_type: float}
+  - {name: v3, target_type: float}
+  - {name: v4, target_type: float}
+  - {name: v5, target_type: float}
+  - {name: v6, target_type: float}
+  - {name: v7, target_type: float}
+  - {name: v8, target_type: float}
+  - {name: v9, target_type: float, ignore: true}
+  - {name: v10, target_type: float, ignore: true}
+"""
+
+
+def parse(text: str, file: str = "tables/t.yml") -> tuple:
+    return parse_table_config(yaml.safe_load(text), file)
+
+
+def test_the_articles_config_is_expressible() -> None:
+    config, problems = parse(ARTICLE_STYLE, "tables/synthetic_cdc_data.yml")
+    assert problems == []
+    assert [c.name for c in config.key_columns] == ["k1", "k2", "k3", "k4", "k5"]
+    assert [c.name for c in config.compared_columns] == [f"v{i}" for i in range(1, 9)]
+    assert config.source.csv["delimiter"] == ","
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("string", "string"),
+        ("INT", "int"),
+        ("integer", "int"),
+        ("long", "bigint"),
+        ("decimal(10,2)", "decimal(10,2)"),
+        ("decimal( 38 , 0 )", "decimal(38,0)"),
+        ("decimal", "decimal(10,0)"),
+        ("timestamp", "timestamp"),
+        ("decimal(39,2)", None),
+        ("decimal(5,6)", None),
+        ("uuid", None),
+        (3, None),
+    ],
+)
+def test_types(raw: object, expected: str | None) -> None:
+    assert normalize_type(raw) == expected
+
+
+def test_every_problem_is_reported_with_file_and_field() -> None:
+    text = """
+name: Bad-Name
+extract_type: weekly
+source:
+  path: landing/no_date.csv
+  format: xml
+  csv: {delimiter: ';;', colour: red}
+columns:
+  - {name: id, type: uuid, key: true, ignore: true}
+  - {name: id, type: string}
+  - {name: keyhash, type: string}
+  - {name: at, type: string, format: yyyy}
+surprise: 1
+"""
+    config, problems = parse(text)
+    assert config is None
+    text_of = "\n".join(problems)
+    for expected in [
+        "tables/t.yml: name:",
+        "tables/t.yml: extract_type: must be one of full, delta, got 'weekly'",
+        "tables/t.yml: source.path: must be a path template containing {business_date}",
+        "tables/t.yml: source.format:",
+        "tables/t.yml: source.csv.delimiter: must be a single character",
+        "tables/t.yml: source.csv.colour: unknown csv option",
+        "tables/t.yml: columns[0] (id).type: unknown type 'uuid'",
+        "tables/t.yml: columns[0] (id).ignore: a key column cannot be ignored",
+        "tables/t.yml: columns: duplicate column name 'id'",
+        "tables/t.yml: columns[2] (keyhash).name: 'keyhash' is reserved",
+        "tables/t.yml: columns[3] (at).format:",
+        "tables/t.yml: surprise: unknown field",
+    ]:
+        assert expected in text_of, expected
+
+
+def test_no_key_column() -> None:
+    _, problems = parse(
+        "name: t\nextract_type: delta\nsource: {path: 'x/{business_date}'}\n"
+        "columns: [{name: a, type: string}]"
+    )
+    assert problems == ["tables/t.yml: columns: no key column: mark at least one column with 'key: true'"]
+
+
+def test_a_type_cut_at_its_comma_gets_a_hint() -> None:
+    _, problems = parse(
+        "name: t\nextract_type: full\nsource: {path: 'x/{business_date}'}\n"
+        "columns: [{name: a, type: string, key: true}, {name: b, type: decimal(10,2)}]"
+    )
+    assert any("write the type in quotes" in p for p in problems)
+
+
+def test_load_reports_all_files(tmp_path: Path) -> None:
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tables / "good.yml").write_text(
+        "name: good\nextract_type: full\nsource: {path: 'x/{business_date}'}\n"
+        "columns: [{name: a, type: string, key: true}]"
+    )
+    (tables / "bad.yml").write_text("name: other\nextract_type: full\n")
+    (tables / "broken.yml").write_text("name: [unclosed\n")
+    with pytest.raises(ConfigError) as caught:
+        load_table_configs(tables)
+    message = str(caught.value)
+    assert "tables/bad.yml: name: 'other' must match the file name 'bad.yml'" in message
+    assert "tables/bad.yml: columns: must be a non-empty list" in message
+    assert "tables/broken.yml: not valid YAML" in message
+    assert "good.yml" not in message

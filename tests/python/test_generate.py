@@ -1,0 +1,77 @@
+"""The generator: thin files, deterministic output, drift detection."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from hashcdc import generate
+from hashcdc.cli import main
+from hashcdc.config import load_table_configs
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = """
+name: orders
+extract_type: delta
+source: {path: 'landing/orders/{business_date}.csv'}
+columns:
+  - {name: id, type: bigint, key: true}
+  - {name: total, type: 'decimal(12,2)'}
+"""
+
+
+def make_project(tmp_path: Path) -> Path:
+    shutil.copy(REPO / "dbt_project.yml", tmp_path / "dbt_project.yml")
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "orders.yml").write_text(CONFIG)
+    return tmp_path
+
+
+def test_generated_models_are_thin_macro_calls(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    changed = generate.write(project, load_table_configs(project / "tables"))
+    assert {p.as_posix() for p in changed} == {
+        "python_models/stg_orders.py",
+        "python_models/stg_orders.yml",
+        "models/orders/orders_state.sql",
+        "models/orders/orders_current.sql",
+        "models/orders/orders_history.sql",
+        "models/orders/_orders__models.yml",
+    }
+    state = (project / "models/orders/orders_state.sql").read_text()
+    assert "hashcdc.cdc_state(" in state and "extract_type='delta'" in state
+    assert "select" not in state.lower().replace("hashcdc", "")
+    assert len(state.splitlines()) < 25
+    stage = (project / "python_models/stg_orders.py").read_text()
+    assert "typecast_and_hash" in stage and len(stage.splitlines()) < 25
+    # Writing again changes nothing.
+    assert generate.write(project, load_table_configs(project / "tables")) == []
+
+
+def test_check_reports_drift_and_stale_files(tmp_path: Path, capsys) -> None:
+    project = make_project(tmp_path)
+    assert main(["--project-dir", str(project), "generate"]) == 0
+    assert main(["--project-dir", str(project), "generate", "--check"]) == 0
+
+    (project / "tables" / "orders.yml").write_text(CONFIG.replace("delta", "full"))
+    assert main(["--project-dir", str(project), "generate", "--check"]) == 1
+    assert "models/orders/orders_state.sql: differs" in capsys.readouterr().err
+
+    (project / "tables" / "orders.yml").unlink()
+    assert main(["--project-dir", str(project), "generate", "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "generated for a table that no longer exists" in err
+    assert main(["--project-dir", str(project), "generate"]) == 0
+    assert not (project / "models/orders/orders_state.sql").exists()
+
+
+def test_validate_exits_non_zero_with_every_problem(tmp_path: Path, capsys) -> None:
+    project = make_project(tmp_path)
+    (project / "tables" / "bad.yml").write_text("name: bad\nextract_type: nope\n")
+    assert main(["--project-dir", str(project), "validate"]) == 2
+    err = capsys.readouterr().err
+    assert "tables/bad.yml: extract_type" in err and "tables/bad.yml: columns" in err
+
+
+def test_repository_models_match_its_tables() -> None:
+    assert generate.check(REPO, load_table_configs(REPO / "tables")) == []
