@@ -153,13 +153,22 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     )
     datagen.generate_extracts(spark, options, project_dir)
     _ensure_generated(project_dir, [DEMO_TABLE])
+    # The demo replays its dates from the start: forget earlier demo runs.
+    spark.sql(f"drop view if exists {DEMO_TABLE}_current")
+    for relation in (f"{DEMO_TABLE}_state", f"{DEMO_TABLE}_history", f"stg_{DEMO_TABLE}"):
+        spark.sql(f"drop table if exists {relation}")
     counts_sql = (
         "select '{relation}' as relation, operation, count(*) as row_count "
         "from {table} {where} group by operation order by operation"
     )
     summary: list[str] = []
     for business_date in DEMO_DATES:
-        extra = ["--vars", business_date_vars(business_date), *table_selector([DEMO_TABLE])]
+        extra = [
+            "--vars",
+            business_date_vars(business_date),
+            *table_selector([DEMO_TABLE]),
+            "demo_expected_counts",
+        ]
         result = invoke_dbt(dbt_args("build", project_dir, extra))
         if not result.success:
             print(f"demo: business date {business_date} failed", file=sys.stderr)
@@ -224,11 +233,15 @@ def build_parser() -> argparse.ArgumentParser:
     gen_data.add_argument("--fraction-updated", type=float, default=0.4)
     gen_data.add_argument("--fraction-unchanged", type=float, default=0.4)
     gen_data.add_argument(
-        "--dates", nargs="+", type=_date, default=["2019-06-18", "2019-06-19"],
+        "--dates",
+        nargs="+",
+        type=_date,
+        default=["2019-06-18", "2019-06-19"],
         help="business dates: the first gets the initial extract, each next one a change",
     )
     gen_data.add_argument(
-        "--output", default="landing/{table}",
+        "--output",
+        default="landing/{table}",
         help="output folder; one sub-folder per business date (default: landing/{table})",
     )
     gen_data.add_argument("--extract-type", choices=["full"], default="full")

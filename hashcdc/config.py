@@ -171,8 +171,15 @@ def _parse_column(index: int, raw: Any, problems: _Problems) -> ColumnConfig | N
         problems.add(where, "must be a mapping with at least 'name' and 'type'")
         return None
     known = {
-        "name", "type", "target_type", "source_type", "key", "ignore", "nullable",
-        "description", "format",
+        "name",
+        "type",
+        "target_type",
+        "source_type",
+        "key",
+        "ignore",
+        "nullable",
+        "description",
+        "format",
     }
     for unknown in sorted(set(raw) - known):
         problems.add(f"{where}.{unknown}", f"unknown field (allowed: {', '.join(sorted(known))})")
@@ -188,7 +195,11 @@ def _parse_column(index: int, raw: Any, problems: _Problems) -> ColumnConfig | N
         problems.add(f"{where}.name", f"'{name}' is reserved for hashcdc's own columns")
     raw_type = raw.get("type", raw.get("target_type"))
     column_type = normalize_type(raw_type)
-    if column_type is None and isinstance(raw_type, str) and raw_type.count("(") > raw_type.count(")"):
+    if (
+        column_type is None
+        and isinstance(raw_type, str)
+        and raw_type.count("(") > raw_type.count(")")
+    ):
         problems.add(
             f"{where}.type",
             f"{raw_type!r} looks cut at a comma: inside {{...}} write the type in quotes, "
@@ -282,13 +293,19 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
     -------
     tuple[TableConfig | None, list[str]]
         The config (None when invalid) and the list of problems, each naming file and field.
+
     """
     problems = _Problems(file)
     if not isinstance(raw, dict):
         problems.add("(document)", "must be a mapping with name, extract_type, source, columns")
         return None, problems.items
     known = {
-        "name", "description", "extract_type", "source", "columns", "delimiter",
+        "name",
+        "description",
+        "extract_type",
+        "source",
+        "columns",
+        "delimiter",
         "expected_counts_seed",
     }
     for unknown in sorted(set(raw) - known):
@@ -347,6 +364,7 @@ def load_table_configs(tables_dir: Path) -> list[TableConfig]:
     ------
     ConfigError
         Listing every problem in every file.
+
     """
     problems: list[str] = []
     configs: list[TableConfig] = []
@@ -366,6 +384,7 @@ def load_table_configs(tables_dir: Path) -> list[TableConfig]:
             configs.append(config)
     if problems:
         raise ConfigError(
-            f"{len(problems)} problem(s) in table configs:\n" + "\n".join(f"  - {p}" for p in problems)
+            f"{len(problems)} problem(s) in table configs:\n"
+            + "\n".join(f"  - {p}" for p in problems)
         )
     return configs

@@ -32,7 +32,7 @@ class DatagenOptions:
 
     table_name: str = "synthetic"
     initial_records: int = 10_000
-    incremental_records: int = 10_000
+    incremental_records: int | None = None  # default: initial_records
     key_columns: int = 5
     non_key_columns: int = 10
     fraction_deleted: float = 0.2
@@ -44,6 +44,11 @@ class DatagenOptions:
     extract_type: str = "full"
     expected_counts_seed: str | None = None
 
+    @property
+    def later_records(self) -> int:
+        """Rows of every extract after the first."""
+        return self.incremental_records or self.initial_records
+
     def validate(self) -> None:
         """Raise a :class:`HashcdcError` naming the first inconsistent option."""
         total = self.fraction_deleted + self.fraction_updated + self.fraction_unchanged
@@ -53,7 +58,7 @@ class DatagenOptions:
             )
         if min(self.fraction_deleted, self.fraction_updated, self.fraction_unchanged) < 0:
             raise HashcdcError("datagen: fractions cannot be negative")
-        if self.initial_records < 1 or self.incremental_records < self.initial_records:
+        if self.initial_records < 1 or self.later_records < self.initial_records:
             raise HashcdcError(
                 "datagen: need initial records >= 1 and incremental records >= initial records"
             )
@@ -81,9 +86,7 @@ def _coprime_multiplier(seed: int, day: int, modulus: int) -> int:
     return candidate
 
 
-def _evolve(
-    frame: DataFrame, options: DatagenOptions, day: int, previous_count: int
-) -> DataFrame:
+def _evolve(frame: DataFrame, options: DatagenOptions, day: int, previous_count: int) -> DataFrame:
     """Apply one date's deletes (replaced by new keys), updates and unchanged rows."""
     deleted = round(previous_count * options.fraction_deleted)
     updated = round(previous_count * options.fraction_updated)
@@ -97,9 +100,9 @@ def _evolve(
     return frame.select(
         "position",
         F.when(is_new, F.lit(day)).otherwise(F.col("born_day")).alias("born_day"),
-        F.when(is_new | is_updated, F.lit(day)).otherwise(F.col("version_day")).alias(
-            "version_day"
-        ),
+        F.when(is_new | is_updated, F.lit(day))
+        .otherwise(F.col("version_day"))
+        .alias("version_day"),
     )
 
 
@@ -117,8 +120,9 @@ def _extract(frame: DataFrame, options: DatagenOptions) -> DataFrame:
     ]
     values = [
         (
-            _mixed(options.seed, F.col("born_day"), F.col("position"), F.col("version_day"), j)
-            .cast("double")
+            _mixed(
+                options.seed, F.col("born_day"), F.col("position"), F.col("version_day"), j
+            ).cast("double")
             / F.lit(float(2**63))
         ).alias(f"value_{j}")
         for j in range(1, options.non_key_columns + 1)
@@ -148,8 +152,11 @@ def table_config(options: DatagenOptions) -> dict[str, object]:
             "csv": {"delimiter": ",", "header": True},
         },
         "columns": columns,
-        **({"expected_counts_seed": options.expected_counts_seed}
-           if options.expected_counts_seed else {}),
+        **(
+            {"expected_counts_seed": options.expected_counts_seed}
+            if options.expected_counts_seed
+            else {}
+        ),
     }
 
 
@@ -162,23 +169,24 @@ def generate_extracts(
     -------
     list[Path]
         The folders and the config file written.
+
     """
     options.validate()
     output_root = Path(options.output_folder)
     if not output_root.is_absolute():
         output_root = project_dir / output_root
     written: list[Path] = []
-    positions = spark.range(0, options.incremental_records, numPartitions=max(
-        2, options.incremental_records // 2_000_000
-    )).withColumnRenamed("id", "position")
-    frame = positions.select(
-        "position", F.lit(1).alias("born_day"), F.lit(1).alias("version_day")
-    )
+    positions = spark.range(
+        0,
+        options.later_records,
+        numPartitions=max(2, options.later_records // 2_000_000),
+    ).withColumnRenamed("id", "position")
+    frame = positions.select("position", F.lit(1).alias("born_day"), F.lit(1).alias("version_day"))
     row_count = options.initial_records
     for day, business_date in enumerate(options.dates, start=1):
         if day > 1:
             frame = _evolve(frame, options, day, row_count)
-            row_count = options.incremental_records
+            row_count = options.later_records
         # localCheckpoint keeps the plan short over many dates.
         frame = frame.localCheckpoint(eager=True) if day % 8 == 0 else frame
         folder = output_root / business_date

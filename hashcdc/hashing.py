@@ -48,6 +48,7 @@ def canonical_text(column: Column, column_type: str) -> Column:
     -------
     Column
         A string column.
+
     """
     if column_type.startswith("decimal"):
         # Strip trailing fractional zeros and a bare trailing dot so that 1.5, 1.50 and a
@@ -81,7 +82,9 @@ def _encoded_pair(name: str, value_text: Column) -> Column:
 def hash_input(columns: Iterable[tuple[ColumnConfig, Column]]) -> Column:
     """The canonical encoding of the non-null name/value pairs, sorted by name."""
     ordered = sorted(columns, key=lambda pair: pair[0].name)
-    pairs = [_encoded_pair(config.name, canonical_text(value, config.type)) for config, value in ordered]
+    pairs = [
+        _encoded_pair(config.name, canonical_text(value, config.type)) for config, value in ordered
+    ]
     if not pairs:
         return F.lit("")
     # concat_ws skips nulls: a null value contributes no pair at all.

@@ -50,7 +50,7 @@ def invoke_dbt(args: list[str]) -> Any:
 
 
 def table_selector(table_names: Sequence[str]) -> list[str]:
-    """dbt ``--select`` arguments for the named tables (stage, models and tests)."""
+    """Dbt ``--select`` arguments for the named tables (stage, models and tests)."""
     if not table_names:
         return []
     return ["--select", *[f"stg_{name}+" for name in table_names]]

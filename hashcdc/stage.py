@@ -187,6 +187,7 @@ def typecast_and_hash(
     ------
     InputDataError
         When no extract exists for the date.
+
     """
     table = TableConfig.from_dict(table_data)
     date = parse_business_date(business_date)
@@ -246,6 +247,7 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     ------
     InputDataError
         Naming the table, the file, the row and column of each reported problem.
+
     """
     bad_count = written.where(F.col(ROW_ERRORS_COLUMN).isNotNull()).count()
     if bad_count == 0:

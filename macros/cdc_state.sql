@@ -53,8 +53,12 @@ compared as (
         previous_state.keyhash as previous_keyhash,
         previous_state.nonkeyhash as previous_nonkeyhash,
         previous_state.eff_start_date as previous_eff_start_date,
-        struct({{ hashcdc._column_list(columns, 'incoming') }}) as incoming_row,
-        struct({{ hashcdc._column_list(columns, 'previous_state') }}) as previous_row
+        struct(
+            {{ hashcdc._column_list(columns, 'incoming', indent=12) }}
+        ) as incoming_row,
+        struct(
+            {{ hashcdc._column_list(columns, 'previous_state', indent=12) }}
+        ) as previous_row
     from incoming
     full outer join previous_state
         on incoming.keyhash = previous_state.keyhash
@@ -105,8 +109,8 @@ select * from final
 {% endmacro %}
 
 
-{% macro _column_list(columns, relation_alias=none) %}
-    {#- Comma-separated, quoted column names, optionally qualified with an alias. -#}
+{% macro _column_list(columns, relation_alias=none, indent=8) %}
+    {#- Quoted column names, optionally qualified with an alias, one per line. -#}
     {%- if columns is string or columns | length == 0 -%}
         {{ exceptions.raise_compiler_error(
             "hashcdc: expected a non-empty list of column names, got " ~ columns) }}
@@ -119,5 +123,5 @@ select * from final
             {%- do quoted.append(adapter.quote(column)) -%}
         {%- endif -%}
     {%- endfor -%}
-    {{ return(quoted | join(', ')) }}
+    {{ return(quoted | join(',\n' ~ ' ' * indent)) }}
 {% endmacro %}

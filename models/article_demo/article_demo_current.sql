@@ -5,4 +5,13 @@
     )
 }}
 
-{{ hashcdc.current_state(state=ref('article_demo_state'), columns=['key_1', 'key_2', 'key_3', 'key_4', 'key_5', 'value_1', 'value_2', 'value_3', 'value_4', 'value_5', 'value_6', 'value_7', 'value_8', 'value_9', 'value_10']) }}
+{{
+    hashcdc.current_state(
+        state=ref('article_demo_state'),
+        columns=[
+            'key_1', 'key_2', 'key_3', 'key_4', 'key_5', 'value_1', 'value_2',
+            'value_3', 'value_4', 'value_5', 'value_6', 'value_7', 'value_8', 'value_9',
+            'value_10',
+        ],
+    )
+}}

@@ -7,7 +7,6 @@ Tests isolate themselves by table name inside the one project.
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 import shutil
@@ -68,7 +67,9 @@ class Project:
         path.write_text(text, encoding="utf-8")
         return path
 
-    def write_csv(self, relative: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> Path:
+    def write_csv(
+        self, relative: str, header: Sequence[str], rows: Iterable[Sequence[Any]]
+    ) -> Path:
         return self.write_text(relative, csv_text(header, rows))
 
     # -- running --------------------------------------------------------------

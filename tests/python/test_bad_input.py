@@ -51,15 +51,23 @@ def test_values_that_do_not_cast_name_table_file_row_and_column(project: Any) ->
     assert "column 'amount' (decimal(8,2)): value 'two' does not cast" in message
     assert "row 3 (line 4)" in message
     assert "column 'paid_on' (date): value '2024-02-30' does not cast" in message
-    assert "column 'paid_at' (timestamp, format 'dd/MM/yyyy HH:mm'): value '2024-01-03T10:00'" in message
+    assert (
+        "column 'paid_at' (timestamp, format 'dd/MM/yyyy HH:mm'): value '2024-01-03T10:00'"
+        in message
+    )
     assert "Traceback" not in message
     assert outcome.statuses.get("payments_state") == "skipped"
     assert state_rows(project) == before
 
 
 def test_empty_keys_and_malformed_rows_are_reported(project: Any) -> None:
-    project.add_table({**CONFIG, "name": "payments_shape",
-                       "source": {"path": "landing/payments_shape/{business_date}.csv"}})
+    project.add_table(
+        {
+            **CONFIG,
+            "name": "payments_shape",
+            "source": {"path": "landing/payments_shape/{business_date}.csv"},
+        }
+    )
     project.write_text(
         "landing/payments_shape/2024-01-01.csv",
         "id,amount,paid_on,paid_at\n,1.00,2024-01-01,\n2,2.00\n3,3.00,2024-01-01,,extra\n",

@@ -108,7 +108,9 @@ def test_no_key_column() -> None:
         "name: t\nextract_type: delta\nsource: {path: 'x/{business_date}'}\n"
         "columns: [{name: a, type: string}]"
     )
-    assert problems == ["tables/t.yml: columns: no key column: mark at least one column with 'key: true'"]
+    assert problems == [
+        "tables/t.yml: columns: no key column: mark at least one column with 'key: true'"
+    ]
 
 
 def test_a_type_cut_at_its_comma_gets_a_hint() -> None:

@@ -79,11 +79,20 @@ GOLDEN = [
 
 # Whole-row hashes frozen when hash algorithm version 1 was released.
 FROZEN_ROW = (
-    [("region", "string"), ("id", "int"), ("amount", "decimal(10,2)"), ("score", "double"),
-     ("active", "boolean"), ("born", "date"), ("note", "string")],
+    [
+        ("region", "string"),
+        ("id", "int"),
+        ("amount", "decimal(10,2)"),
+        ("score", "double"),
+        ("active", "boolean"),
+        ("born", "date"),
+        ("note", "string"),
+    ],
     ["eu", 42, Decimal("10.50"), 0.25, False, dt.date(1999, 12, 31), None],
 )
-FROZEN_ENCODING = "6:active5:false6:amount4:10.54:born10:1999-12-312:id2:426:region2:eu5:score4:0.25"
+FROZEN_ENCODING = (
+    "6:active5:false6:amount4:10.54:born10:1999-12-312:id2:426:region2:eu5:score4:0.25"
+)
 FROZEN_MD5 = "6e8793bdc9355a06b0846df9dbeeabf4"
 
 
@@ -131,7 +140,9 @@ def test_adding_a_null_column_keeps_the_hash(spark: Any) -> None:
     ],
 )
 def test_type_widening_keeps_the_hash(spark: Any, narrow: tuple, wide: tuple) -> None:
-    assert hashes(spark, [("v", narrow[0])], [narrow[1]]) == hashes(spark, [("v", wide[0])], [wide[1]])
+    assert hashes(spark, [("v", narrow[0])], [narrow[1]]) == hashes(
+        spark, [("v", wide[0])], [wide[1]]
+    )
 
 
 def test_timestamps_hash_in_utc_whatever_the_session_zone(spark: Any) -> None:

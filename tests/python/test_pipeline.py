@@ -43,12 +43,28 @@ def table_config(name: str, extract_type: str) -> dict[str, Any]:
     }
 
 
-def row(region: str, key: int, name: str | None, amount: str | None, score: float | None,
-        active: bool | None, born: str | None, updated_at: str) -> dict[str, Any]:
+def row(
+    region: str,
+    key: int,
+    name: str | None,
+    amount: str | None,
+    score: float | None,
+    active: bool | None,
+    born: str | None,
+    updated_at: str,
+) -> dict[str, Any]:
     """One extract row as text cells plus its typed form (what Spark should read)."""
     return {
-        "cells": [region, key, name, amount, score,
-                  None if active is None else str(active).lower(), born, updated_at],
+        "cells": [
+            region,
+            key,
+            name,
+            amount,
+            score,
+            None if active is None else str(active).lower(),
+            born,
+            updated_at,
+        ],
         "typed": {
             "region": region,
             "id": key,
@@ -158,9 +174,12 @@ def test_four_dates_match_the_oracle(project: Any, extract_type: str) -> None:
             assert keyhashes.setdefault(key, record["keyhash"]) == record["keyhash"]
 
     # Every date's history partition is still there, unchanged by later dates.
-    dates = [r["business_date"].isoformat() for r in project.rows(
-        f"select distinct business_date from {name}_history order by business_date"
-    )]
+    dates = [
+        r["business_date"].isoformat()
+        for r in project.rows(
+            f"select distinct business_date from {name}_history order by business_date"
+        )
+    ]
     assert dates == DATES
 
 

@@ -1,0 +1,99 @@
+"""The CLI's daily job, query output and the data generator, on the shared project."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+import pytest
+
+from hashcdc import datagen
+from hashcdc.cli import main
+from hashcdc.errors import HashcdcError
+
+
+def test_datagen_counts_are_exact_and_deterministic(project: Any, spark: Any) -> None:
+    options = datagen.DatagenOptions(
+        table_name="gen_small",
+        initial_records=1000,
+        incremental_records=1100,
+        key_columns=2,
+        non_key_columns=3,
+        dates=["2020-01-01", "2020-01-02", "2020-01-03"],
+        seed=7,
+    )
+    written = datagen.generate_extracts(spark, options, project.root)
+    assert (project.root / "tables" / "gen_small.yml").exists()
+
+    def day(date: str) -> Any:
+        return spark.read.option("header", True).csv(
+            str(project.root / f"landing/gen_small/{date}")
+        )
+
+    first, second = day("2020-01-01"), day("2020-01-02")
+    assert first.count() == 1000 and second.count() == 1100
+    keys = ["key_1", "key_2"]
+    assert first.select(keys).distinct().count() == 1000
+    kept = first.join(second, keys, "inner")
+    assert kept.count() == 800  # 20% deleted
+    unchanged = first.join(second, first.columns, "inner").count()
+    assert unchanged == 400
+    assert second.join(first, keys, "left_anti").count() == 300  # 200 replacements + 100 new
+
+    before = sorted(map(tuple, second.collect()))
+    again = datagen.generate_extracts(spark, options, project.root)
+    assert again == written
+    assert sorted(map(tuple, day("2020-01-02").collect())) == before
+
+
+def test_datagen_rejects_fractions_that_do_not_add_up() -> None:
+    with pytest.raises(HashcdcError, match="add up to 1"):
+        datagen.DatagenOptions(
+            fraction_deleted=0.5, fraction_updated=0.5, fraction_unchanged=0.5
+        ).validate()
+
+
+def test_cli_run_and_query(project: Any, capsys: Any) -> None:
+    options = datagen.DatagenOptions(
+        table_name="gen_cli", initial_records=200, dates=["2020-02-01", "2020-02-02"], seed=3
+    )
+    datagen.generate_extracts(project.spark, options, project.root)
+    args = ["--project-dir", str(project.root)]
+    assert main([*args, "generate"]) == 0
+    for business_date in options.dates:
+        assert main([*args, "run", "--date", business_date, "--select", "gen_cli"]) == 0
+    capsys.readouterr()
+
+    assert (
+        main(
+            [
+                *args,
+                "query",
+                "select operation, count(*) as n from gen_cli_history "
+                "where business_date = date'2020-02-02' group by operation order by operation",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert list(csv.reader(io.StringIO(out))) == [
+        ["operation", "n"],
+        ["D", "40"],
+        ["I", "40"],
+        ["U", "80"],
+    ]
+
+
+def test_cli_run_refuses_unknown_tables_and_stale_models(project: Any, capsys: Any) -> None:
+    args = ["--project-dir", str(project.root)]
+    assert main([*args, "run", "--date", "2020-02-03", "--select", "nope"]) == 2
+    assert "unknown table(s) nope" in capsys.readouterr().err
+    path = project.root / "tables" / "gen_cli.yml"
+    original = path.read_text()
+    try:
+        path.write_text(original.replace("extract_type: full", "extract_type: delta"))
+        assert main([*args, "run", "--date", "2020-02-03", "--select", "gen_cli"]) == 2
+        assert "run `hashcdc generate` first" in capsys.readouterr().err
+    finally:
+        path.write_text(original)
