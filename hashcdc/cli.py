@@ -254,7 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench_parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
     bench_parser.add_argument("--repeat", type=int, default=1)
     bench_parser.add_argument("--output", type=Path, default=Path("bench_output"))
-    bench_parser.add_argument("--report", type=Path, default=None)
+    bench_parser.add_argument(
+        "--report", type=Path, default=None, help="also write the markdown table here"
+    )
+    bench_parser.add_argument("--keep", action="store_true", help="keep the scratch project")
     return parser
 
 

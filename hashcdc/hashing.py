@@ -51,11 +51,7 @@ def canonical_text(column: Column, column_type: str) -> Column:
 
     """
     if column_type.startswith("decimal"):
-        # Strip trailing fractional zeros and a bare trailing dot so that 1.5, 1.50 and a
-        # widened decimal(12,4) 1.5000 agree, and a decimal 1.00 agrees with an integer 1.
-        as_text = column.cast("string")
-        stripped = F.regexp_replace(as_text, r"(\.[0-9]*?)0+$", "$1")
-        return F.regexp_replace(stripped, r"\.$", "")
+        return _canonical_decimal(column, column_type)
     if column_type in ("float", "double"):
         as_double = column.cast("double")
         # -0.0 = 0.0 in Spark comparisons, so this maps both zeros to 0.0.
@@ -67,6 +63,25 @@ def canonical_text(column: Column, column_type: str) -> Column:
     if column_type == "date":
         return F.date_format(column, "yyyy-MM-dd")
     return column.cast("string")
+
+
+def _canonical_decimal(column: Column, column_type: str) -> Column:
+    """Plain decimal text without trailing fractional zeros, whatever Spark's settings.
+
+    Spark renders a decimal cast to string in scientific notation (``1.0E-7``) or plain
+    (``0.00000010``) depending on ``spark.sql.ansi.enabled``; the unscaled integer is
+    always plain, so the point is placed by hand.
+    """
+    scale = int(column_type[len("decimal(") : -1].split(",")[1])
+    if scale == 0:
+        return column.cast("decimal(38,0)").cast("string")
+    unscaled = (column * F.lit(10**scale).cast(f"decimal({scale + 1},0)")).cast("decimal(38,0)")
+    digits = F.regexp_replace(unscaled.cast("string"), "^-", "")
+    sign = F.when(unscaled < 0, F.lit("-")).otherwise(F.lit(""))
+    padded = F.concat(F.lit("0" * scale), digits)
+    pointed = F.regexp_replace(padded, rf"^0*([0-9]+)([0-9]{{{scale}}})$", "$1.$2")
+    stripped = F.regexp_replace(F.regexp_replace(pointed, r"0+$", ""), r"\.$", "")
+    return F.concat(sign, stripped)
 
 
 def _encoded_pair(name: str, value_text: Column) -> Column:

@@ -69,6 +69,15 @@ GOLDEN = [
     ([("amount", "decimal(10,2)")], [Decimal("1.50")], "6:amount3:1.5"),
     ([("amount", "decimal(10,2)")], [Decimal("2.00")], "6:amount1:2"),
     ([("amount", "decimal(12,8)")], [Decimal("0.00000010")], "6:amount9:0.0000001"),
+    ([("amount", "decimal(12,8)")], [Decimal("-0.00001000")], "6:amount8:-0.00001"),
+    ([("amount", "decimal(10,2)")], [Decimal("-12.30")], "6:amount5:-12.3"),
+    ([("amount", "decimal(10,2)")], [Decimal("0.00")], "6:amount1:0"),
+    ([("amount", "decimal(10,2)")], [Decimal("100.00")], "6:amount3:100"),
+    (
+        [("amount", "decimal(38,0)")],
+        [Decimal("12345678901234567890123456789012345678")],
+        "6:amount38:12345678901234567890123456789012345678",
+    ),
     ([("x", "double")], [-0.0], "1:x3:0.0"),
     ([("x", "double")], [1.5], "1:x3:1.5"),
     ([("flag", "boolean")], [True], "4:flag4:true"),
@@ -143,6 +152,17 @@ def test_type_widening_keeps_the_hash(spark: Any, narrow: tuple, wide: tuple) ->
     assert hashes(spark, [("v", narrow[0])], [narrow[1]]) == hashes(
         spark, [("v", wide[0])], [wide[1]]
     )
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_decimal_text_does_not_depend_on_ansi_mode(spark: Any, ansi: str) -> None:
+    previous = spark.conf.get("spark.sql.ansi.enabled")
+    try:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+        encoding, _ = hashes(spark, [("d", "decimal(12,8)")], [Decimal("0.00000010")])
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", previous)
+    assert encoding == "1:d9:0.0000001"
 
 
 def test_timestamps_hash_in_utc_whatever_the_session_zone(spark: Any) -> None:

@@ -1,0 +1,210 @@
+"""``hashcdc bench``: day 2 of the article's shape against the copy floor, one session.
+
+For each size it builds a scratch project (its own warehouse and metastore under the
+output folder), generates the article's shape (5 uuid keys, 10 random doubles; day 2:
+20% deleted and replaced, 40% updated, 40% unchanged), runs day 1 and day 2 through the
+real pipeline (dbt in-process, the same SparkSession), and measures in the same session
+the **copy floor**: reading the same day-2 CSV and writing it once as parquet. Start-up
+(JVM, metastore) and dbt's own overhead (parse) are reported apart from the CDC work.
+
+Results go to ``<output>/bench.json`` and a markdown table (``--report``, e.g.
+``docs/benchmarks.md``). Benchmarks are never part of the test suite's assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+DATES = ("2019-06-18", "2019-06-19")
+PROJECT_ITEMS = ("dbt_project.yml", "profiles", "macros", "seeds")
+
+
+def _scratch_project(project_dir: Path, work: Path) -> Path:
+    """A copy of the project skeleton with its own warehouse and metastore."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    for item in PROJECT_ITEMS:
+        source = project_dir / item
+        if source.is_dir():
+            shutil.copytree(source, work / item)
+        else:
+            shutil.copy(source, work / item)
+    shutil.copytree(project_dir / "tests" / "generic", work / "tests" / "generic")
+    for folder in ("tables", "models", "python_models"):
+        (work / folder).mkdir()
+    os.environ.update(
+        {
+            "HASHCDC_WAREHOUSE_DIR": str(work / "warehouse"),
+            "HASHCDC_METASTORE_DIR": str(work / "metastore_db"),
+            "HASHCDC_DERBY_LOG": str(work / "derby.log"),
+            "HASHCDC_LOG4J2": str(project_dir / "profiles" / "log4j2.properties"),
+            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        }
+    )
+    return work
+
+
+def _timed(action: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = action()
+    return time.perf_counter() - start, result
+
+
+def _peak_rss_mib(pid: int) -> float | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def _machine(spark: Any) -> dict[str, Any]:
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+    memory_kib = 0
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            memory_kib = int(line.split()[1])
+    return {
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory_kib / 1024 / 1024, 1),
+        "cpu": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "spark": spark.version,
+        "java": java.splitlines()[0] if java else "unknown",
+        "driver_memory": spark.conf.get("spark.driver.memory", "default"),
+        "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+    }
+
+
+def _build(work: Path, business_date: str, table: str, command: str = "run") -> float:
+    from hashcdc.project import business_date_vars, dbt_args, invoke_dbt, table_selector
+
+    extra = ["--vars", business_date_vars(business_date), *table_selector([table])]
+    seconds, result = _timed(lambda: invoke_dbt(dbt_args(command, work, extra)))
+    if not result.success:
+        raise RuntimeError(f"bench: dbt {command} for {business_date} failed")
+    return seconds
+
+
+def _copy_floor(spark: Any, source: Path, target: Path) -> float:
+    """Read the CSV with its typed schema and write it once as parquet."""
+    schema = ", ".join(
+        [f"key_{k} string" for k in range(1, 6)] + [f"value_{j} double" for j in range(1, 11)]
+    )
+
+    def copy() -> None:
+        frame = spark.read.schema(schema).option("header", True).csv(str(source))
+        frame.write.mode("overwrite").parquet(str(target))
+
+    return _timed(copy)[0]
+
+
+def bench_size(spark: Any, work: Path, rows: int, repeat: int) -> dict[str, Any]:
+    """Measure one size; returns the figures (seconds; medians of ``repeat`` runs)."""
+    from hashcdc import datagen, generate
+    from hashcdc.config import load_table_configs
+
+    table = f"bench_{rows}"
+    options = datagen.DatagenOptions(table_name=table, initial_records=rows, dates=DATES)
+    datagen_seconds, _ = _timed(lambda: datagen.generate_extracts(spark, options, work))
+    generate.write(work, load_table_configs(work / "tables"))
+    parse_seconds = _timed(lambda: _build(work, DATES[0], table, command="parse"))[0]
+    day1 = _build(work, DATES[0], table)
+    day2_runs, floor_runs, test_runs = [], [], []
+    day2_csv = work / "landing" / table / DATES[1]
+    for _ in range(repeat):
+        day2_runs.append(_build(work, DATES[1], table))
+        test_runs.append(_build(work, DATES[1], table, command="test"))
+        floor_runs.append(_copy_floor(spark, day2_csv, work / "copy_floor" / table))
+    day2, floor = statistics.median(day2_runs), statistics.median(floor_runs)
+    csv_bytes = sum(p.stat().st_size for p in day2_csv.glob("*.csv"))
+    return {
+        "rows": rows,
+        "csv_mib": round(csv_bytes / 2**20, 1),
+        "datagen_s": round(datagen_seconds, 2),
+        "dbt_parse_s": round(parse_seconds, 2),
+        "day1_run_s": round(day1, 2),
+        "day2_run_s": round(day2, 2),
+        "day2_run_all_s": [round(s, 2) for s in day2_runs],
+        "day2_tests_s": round(statistics.median(test_runs), 2),
+        "copy_floor_s": round(floor, 2),
+        "copy_floor_all_s": [round(s, 2) for s in floor_runs],
+        "day2_over_floor": round(day2 / floor, 2),
+    }
+
+
+def _markdown(report: dict[str, Any]) -> str:
+    machine = report["machine"]
+    lines = [
+        "# Benchmarks",
+        "",
+        "Produced by `hashcdc bench` (not part of the tests). Times in seconds; medians of "
+        f"{report['repeat']} run(s). Day 2 is `dbt run` of the table's models (stage, "
+        "state, current, history) for the second date, dbt parse included; the copy floor "
+        "reads the same day-2 CSV and writes it once as parquet, in the same session.",
+        "",
+        f"Machine: {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['cpu']}; "
+        f"Spark {machine['spark']}, {machine['java']}, Python {machine['python']}; "
+        f"driver memory {machine['driver_memory']}, shuffle partitions "
+        f"{machine['shuffle_partitions']}.",
+        "",
+        f"Session start-up (JVM + metastore): {report['startup_s']} s. "
+        f"Peak resident memory: JVM {report['peak_rss_mib'].get('jvm')} MiB, "
+        f"Python {report['peak_rss_mib'].get('python')} MiB.",
+        "",
+        "| rows | CSV MiB | dbt parse | day 1 | day 2 | day-2 tests | copy floor | day 2 / floor |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for size in report["sizes"]:
+        lines.append(
+            f"| {size['rows']:,} | {size['csv_mib']} | {size['dbt_parse_s']} | "
+            f"{size['day1_run_s']} | {size['day2_run_s']} | {size['day2_tests_s']} | "
+            f"{size['copy_floor_s']} | {size['day2_over_floor']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(project_dir: Path, args: argparse.Namespace) -> int:
+    """Run the benchmark for every requested size and write the reports."""
+    output = args.output if args.output.is_absolute() else project_dir / args.output
+    work = _scratch_project(project_dir, output / "work")
+    os.chdir(work)
+    from hashcdc.project import spark_session
+
+    startup, spark = _timed(lambda: spark_session(work))
+    sizes = [bench_size(spark, work, rows, args.repeat) for rows in args.rows]
+    jvm_pid = spark.sparkContext._gateway.proc.pid  # noqa: SLF001 - the JVM's pid
+    report = {
+        "machine": _machine(spark),
+        "repeat": args.repeat,
+        "startup_s": round(startup, 2),
+        "peak_rss_mib": {
+            "jvm": _peak_rss_mib(jvm_pid),
+            "python": _peak_rss_mib(os.getpid()),
+        },
+        "sizes": sizes,
+    }
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "bench.json").write_text(json.dumps(report, indent=2) + "\n")
+    markdown = _markdown(report)
+    (output / "bench.md").write_text(markdown)
+    if args.report:
+        report_path = args.report if args.report.is_absolute() else project_dir / args.report
+        report_path.write_text(markdown)
+    print(markdown)
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
