@@ -92,7 +92,9 @@ def _machine(spark: Any) -> dict[str, Any]:
 def _build(work: Path, business_date: str, table: str, command: str = "run") -> float:
     from hashcdc.project import business_date_vars, dbt_args, invoke_dbt, table_selector
 
-    extra = ["--vars", business_date_vars(business_date), *table_selector([table])]
+    extra = ["--vars", business_date_vars(business_date)]
+    if command != "parse":
+        extra += table_selector([table])
     seconds, result = _timed(lambda: invoke_dbt(dbt_args(command, work, extra)))
     if not result.success:
         raise RuntimeError(f"bench: dbt {command} for {business_date} failed")

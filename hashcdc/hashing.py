@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import ColumnConfig
@@ -109,3 +109,39 @@ def hash_input(columns: Iterable[tuple[ColumnConfig, Column]]) -> Column:
 def row_hash(columns: Iterable[tuple[ColumnConfig, Column]]) -> Column:
     """128-bit MD5 (hex) of :func:`hash_input`."""
     return F.md5(hash_input(columns))
+
+
+def with_row_hashes(
+    frame: DataFrame,
+    key_columns: list[ColumnConfig],
+    compared_columns: list[ColumnConfig],
+) -> DataFrame:
+    """Add ``keyhash`` and ``nonkeyhash`` to a frame of typed columns.
+
+    The canonical texts are projected first, in their own step, so that each value is
+    rendered once although its encoding uses it twice (length and text); Spark does not
+    merge the two projections because that would duplicate the expensive expressions.
+    """
+    hashed = {c.name: c for c in [*key_columns, *compared_columns]}
+    texts = frame.select(
+        "*",
+        *[
+            canonical_text(F.col(name), c.type).alias(_text_column(name))
+            for name, c in hashed.items()
+        ],
+    )
+
+    def digest(configs: list[ColumnConfig]) -> Column:
+        ordered = sorted(configs, key=lambda c: c.name)
+        pairs = [_encoded_pair(c.name, F.col(_text_column(c.name))) for c in ordered]
+        return F.md5(F.concat_ws("", *pairs)) if pairs else F.md5(F.lit(""))
+
+    return texts.select(
+        *frame.columns,
+        digest(key_columns).alias("keyhash"),
+        digest(compared_columns).alias("nonkeyhash"),
+    )
+
+
+def _text_column(name: str) -> str:
+    return f"__canonical_{name}"

@@ -24,7 +24,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.errors import HashcdcError, InputDataError
-from hashcdc.hashing import row_hash
+from hashcdc.hashing import with_row_hashes
 
 SOURCE_FILE_COLUMN = "_source_file"
 ROW_ERRORS_COLUMN = "_row_errors"
@@ -116,49 +116,72 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
 
 
 def _typed_value(raw: Column, column: ColumnConfig) -> Column:
-    """Cast a text value to the configured type; null where it does not cast."""
+    """Cast a text value to the configured type; null where it does not cast.
+
+    ``try_cast`` trims surrounding white space itself and never raises, whatever
+    ``spark.sql.ansi.enabled`` says.
+    """
     if column.type == "string":
         return raw
-    text = F.trim(raw)
     if column.type == "timestamp" and column.format:
-        return F.try_to_timestamp(text, F.lit(column.format))
+        return F.try_to_timestamp(F.trim(raw), F.lit(column.format))
     if column.type == "date" and column.format:
-        return F.to_date(F.try_to_timestamp(text, F.lit(column.format)))
-    return text.try_cast(column.type)
+        return F.to_date(F.try_to_timestamp(F.trim(raw), F.lit(column.format)))
+    return raw.try_cast(column.type)
 
 
-def _column_error(raw: Column, typed: Column, column: ColumnConfig) -> Column:
-    """A message for a value that did not cast or a missing key; null when the value is fine."""
+def _is_present(raw: Column, column: ColumnConfig) -> Column:
+    """Whether the raw text holds a value ("" is a value for strings only)."""
     if column.type == "string":
-        present = raw.isNotNull()
-    else:
-        present = raw.isNotNull() & (F.trim(raw) != "")
-    cast_failed = present & typed.isNull()
+        return raw.isNotNull()
+    return raw.isNotNull() & (F.trim(raw) != "")
+
+
+def _column_failed(raw: Column, typed: Column, column: ColumnConfig) -> Column:
+    """True when the value does not cast, or is missing where it is required."""
+    # typed first: the left operand of `&` is always evaluated, so Spark computes the cast
+    # once for the flag and the output column (common subexpression elimination).
+    failed = typed.isNull() & raw.isNotNull()
+    if column.type != "string":
+        failed = failed & (F.trim(raw) != "")
+    if not column.nullable:
+        failed = failed | ~_is_present(raw, column)
+    return failed
+
+
+def _column_message(raw: Column, typed: Column, column: ColumnConfig) -> Column:
+    """Why a value cannot be loaded; null when it can."""
     described = f"column '{column.name}' ({column.type}"
     described += f", format '{column.format}')" if column.format else ")"
-    problem = F.when(
-        cast_failed,
+    present = _is_present(raw, column)
+    message = F.when(
+        present & typed.isNull(),
         F.concat(F.lit(f"{described}: value '"), raw, F.lit("' does not cast")),
     )
     if not column.nullable:
         what = "key column" if column.key else "non-nullable column"
-        problem = problem.when(~present, F.lit(f"{what} '{column.name}' is empty"))
-    return problem
+        message = message.when(~present, F.lit(f"{what} '{column.name}' is empty"))
+    return message
 
 
 def _typed_with_errors(
     raw: DataFrame, table: TableConfig, keep: tuple[str, ...] = (SOURCE_FILE_COLUMN,)
 ) -> DataFrame:
     typed = {c.name: _typed_value(F.col(c.name), c) for c in table.columns}
-    problems = [_column_error(F.col(c.name), typed[c.name], c) for c in table.columns]
-    malformed = F.when(
-        F.col(CORRUPT_RECORD_COLUMN).isNotNull(),
-        F.lit("malformed row: wrong number of fields or broken quoting"),
+    is_malformed = F.col(CORRUPT_RECORD_COLUMN).isNotNull()
+    has_errors = is_malformed
+    for column in table.columns:
+        has_errors = has_errors | _column_failed(F.col(column.name), typed[column.name], column)
+    # Messages are built only for failing rows: a cheap flag guards the costly array.
+    messages = F.array_compact(
+        F.array(
+            F.when(is_malformed, F.lit("malformed row: wrong number of fields or broken quoting")),
+            *[_column_message(F.col(c.name), typed[c.name], c) for c in table.columns],
+        )
     )
-    errors = F.array_compact(F.array(malformed, *problems))
     return raw.select(
         *[typed[c.name].alias(c.name) for c in table.columns],
-        F.when(F.size(errors) > 0, errors).alias(ROW_ERRORS_COLUMN),
+        F.when(has_errors, messages).alias(ROW_ERRORS_COLUMN),
         *[F.col(name) for name in keep],
     )
 
@@ -200,12 +223,11 @@ def typecast_and_hash(
             "Nothing was written; deliver the extract and re-run the date."
         )
     typed = _typed_with_errors(_raw_reader(spark, table, files), table)
-    key_columns = [(c, F.col(c.name)) for c in table.key_columns]
-    compared_columns = [(c, F.col(c.name)) for c in table.compared_columns]
-    return typed.select(
+    hashed = with_row_hashes(typed, list(table.key_columns), list(table.compared_columns))
+    return hashed.select(
         *[F.col(c.name) for c in table.columns],
-        row_hash(key_columns).alias("keyhash"),
-        row_hash(compared_columns).alias("nonkeyhash"),
+        "keyhash",
+        "nonkeyhash",
         F.lit(date).cast("date").alias("business_date"),
         F.col(SOURCE_FILE_COLUMN),
         F.col(ROW_ERRORS_COLUMN),
