@@ -17,7 +17,8 @@ sorted by column name::
   ``1.5``); ``-0.0`` as ``0.0``; timestamps as microseconds since the epoch in UTC;
   dates as ``yyyy-MM-dd``; booleans as ``true``/``false``.
 
-The hash is MD5 (128 bits) rendered as 32 lower-case hex characters. Golden vectors in
+The hash is MD5 (128 bits), stored as 16 raw bytes (``binary``; ``hex(keyhash)`` shows
+the usual 32 hex characters). Golden vectors in
 ``tests/python/test_hashing.py`` pin this algorithm: a change in Spark or in this module
 that alters any hash fails that test instead of turning every row into an update.
 """
@@ -134,7 +135,9 @@ def with_row_hashes(
     def digest(configs: list[ColumnConfig]) -> Column:
         ordered = sorted(configs, key=lambda c: c.name)
         pairs = [_encoded_pair(c.name, F.col(_text_column(c.name))) for c in ordered]
-        return F.md5(F.concat_ws("", *pairs)) if pairs else F.md5(F.lit(""))
+        encoding = F.concat_ws("", *pairs) if pairs else F.lit("")
+        # 16 raw bytes: half the size of hex in files, shuffles and joins (docs/benchmarks.md).
+        return F.unhex(F.md5(encoding))
 
     return texts.select(
         *frame.columns,

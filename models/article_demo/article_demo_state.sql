@@ -5,6 +5,8 @@
         incremental_strategy='insert_overwrite',
         partition_by=['business_date'],
         full_refresh=false,
+        clustered_by=['keyhash'],
+        buckets=var('hashcdc_buckets'),
         post_hook="{{ hashcdc.prune_state_snapshots(this, var('hashcdc_state_snapshots_kept')) }}"
     )
 }}

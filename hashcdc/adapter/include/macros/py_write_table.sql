@@ -3,6 +3,8 @@
     SparkSession. Overrides dbt-spark's macro of the same name (adapter plugins that
     depend on another adapter win over it) so that:
       - the default file format is parquet, not delta;
+      - `buckets` and `clustered_by` are honoured (bucketed parquet, no shuffle needed:
+        each task writes its rows into every bucket's file);
       - a model file may define `validate(dbt, spark, written)`, called after the table
         is written; raising there fails the model, so downstream models never run.
 -#}
@@ -24,11 +26,14 @@ if not isinstance(df, pyspark.sql.DataFrame):
     else:
         raise TypeError(f"{type(df)} is not a supported type for a dbt Python model result")
 
-(
-    df.write.mode("overwrite")
-    .format("{{ config.get('file_format', 'parquet') }}")
-    .saveAsTable("{{ target_relation }}")
-)
+writer = df.write.mode("overwrite").format("{{ config.get('file_format', 'parquet') }}")
+{%- set buckets = config.get('buckets') %}
+{%- set clustered_by = config.get('clustered_by') %}
+{%- if buckets and clustered_by %}
+{%- set bucket_columns = [clustered_by] if clustered_by is string else clustered_by %}
+writer = writer.bucketBy({{ buckets | int }}, *{{ bucket_columns | tojson }})
+{%- endif %}
+writer.saveAsTable("{{ target_relation }}")
 
 if "validate" in globals():
     validate(dbt, spark, spark.table("{{ target_relation }}"))
