@@ -1,4 +1,4 @@
-"""The ``hashcdc`` command: validate, generate, run, replay-free daily job, query, datagen, bench.
+"""The ``hashcdc`` command: validate, generate, run, query, demo, datagen, bench.
 
 Run it from the project folder, like dbt. Every user-facing failure is one message on
 stderr and a non-zero exit status, never a stack trace.

@@ -69,7 +69,7 @@
             "table '" ~ table_name ~ "': business date " ~ business_date
             ~ " is older than the latest processed date " ~ latest
             ~ "; processing it now would rewrite history out of order. Nothing was written. "
-            ~ "To recompute it and every later date, run `hashcdc replay --from "
-            ~ business_date ~ "`.") }}
+            ~ "Run the dates after " ~ latest ~ " instead; recomputing past dates (replay) "
+            ~ "is not available yet.") }}
     {%- endif -%}
 {% endmacro %}
