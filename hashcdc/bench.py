@@ -26,32 +26,16 @@ from pathlib import Path
 from typing import Any
 
 DATES = ("2019-06-18", "2019-06-19")
-PROJECT_ITEMS = ("dbt_project.yml", "profiles", "macros", "seeds")
 
 
 def _scratch_project(project_dir: Path, work: Path) -> Path:
     """A copy of the project skeleton with its own warehouse and metastore."""
+    from hashcdc.project import scratch_project
+
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    for item in PROJECT_ITEMS:
-        source = project_dir / item
-        if source.is_dir():
-            shutil.copytree(source, work / item)
-        else:
-            shutil.copy(source, work / item)
-    shutil.copytree(project_dir / "tests" / "generic", work / "tests" / "generic")
-    for folder in ("tables", "models", "python_models"):
-        (work / folder).mkdir()
-    os.environ.update(
-        {
-            "HASHCDC_WAREHOUSE_DIR": str(work / "warehouse"),
-            "HASHCDC_METASTORE_DIR": str(work / "metastore_db"),
-            "HASHCDC_DERBY_LOG": str(work / "derby.log"),
-            "HASHCDC_LOG4J2": str(project_dir / "profiles" / "log4j2.properties"),
-            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-        }
-    )
+    os.environ.update(scratch_project(project_dir, work))
     return work
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -125,27 +124,11 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 @pytest.fixture(scope="session")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    from hashcdc.project import scratch_project
+
     root = tmp_path_factory.mktemp("hashcdc_project")
-    for item in ("dbt_project.yml", "profiles", "macros", "seeds"):
-        source = REPO / item
-        if source.is_dir():
-            shutil.copytree(source, root / item)
-        else:
-            shutil.copy(source, root / item)
-    shutil.copytree(REPO / "tests" / "generic", root / "tests" / "generic")
-    for folder in ("tables", "models", "python_models"):
-        (root / folder).mkdir()
-    os.environ.update(
-        {
-            "HASHCDC_WAREHOUSE_DIR": str(root / "warehouse"),
-            "HASHCDC_METASTORE_DIR": str(root / "metastore_db"),
-            "HASHCDC_DERBY_LOG": str(root / "derby.log"),
-            "HASHCDC_LOG4J2": str(REPO / "profiles" / "log4j2.properties"),
-            "HASHCDC_LOCAL_MASTER": "local[2]",
-            "HASHCDC_SHUFFLE_PARTITIONS": "2",
-            "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-        }
-    )
+    os.environ.update(scratch_project(REPO, root))
+    os.environ.update({"HASHCDC_LOCAL_MASTER": "local[2]", "HASHCDC_SHUFFLE_PARTITIONS": "2"})
     os.chdir(root)
     return Project(root)
 

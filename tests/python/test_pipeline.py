@@ -183,9 +183,8 @@ def test_four_dates_match_the_oracle(project: Any, extract_type: str) -> None:
     assert dates == DATES
 
 
-def test_rerunning_the_latest_date_is_idempotent(project: Any) -> None:
-    name = "rerun_latest"
-    project.add_table(table_config(name, "full"))
+def run_first_two_dates(project: Any, name: str) -> dict[str, list[dict[str, Any]]]:
+    """Build a full-extract table for the first two dates; returns all extracts."""
     extracts = day_extracts("full")
     for business_date in DATES[:2]:
         project.write_csv(
@@ -193,7 +192,15 @@ def test_rerunning_the_latest_date_is_idempotent(project: Any) -> None:
             COLUMNS,
             [r["cells"] for r in extracts[business_date]],
         )
-        assert project.build(business_date, name).success
+        outcome = project.build(business_date, name)
+        assert outcome.success, outcome.text
+    return extracts
+
+
+def test_rerunning_the_latest_date_is_idempotent(project: Any) -> None:
+    name = "rerun_latest"
+    project.add_table(table_config(name, "full"))
+    run_first_two_dates(project, name)
 
     def snapshot() -> tuple[list, list]:
         return (
@@ -210,14 +217,7 @@ def test_rerunning_the_latest_date_is_idempotent(project: Any) -> None:
 def test_a_date_older_than_the_latest_is_refused(project: Any) -> None:
     name = "out_of_order"
     project.add_table(table_config(name, "full"))
-    extracts = day_extracts("full")
-    for business_date in DATES[:2]:
-        project.write_csv(
-            f"landing/{name}/{business_date}/{name}.csv",
-            COLUMNS,
-            [r["cells"] for r in extracts[business_date]],
-        )
-        assert project.build(business_date, name).success
+    extracts = run_first_two_dates(project, name)
     before = sorted(map(repr, project.rows(f"select * from {name}_state")))
     project.write_csv(
         f"landing/{name}/2024-02-28/{name}.csv", COLUMNS, [r["cells"] for r in extracts[DATES[0]]]
