@@ -253,6 +253,36 @@ def _failing_rows(spark: SparkSession, table: TableConfig, files: list[str]) -> 
     )
 
 
+def _fail_on_duplicate_keys(table: TableConfig, date: str, written: DataFrame) -> None:
+    """Refuse an extract in which a key occurs more than once, listing examples.
+
+    Resolving duplicates silently would pick an arbitrary version of the row. The stage is
+    bucketed by ``keyhash``, so this aggregation needs no shuffle.
+    """
+    repeated = written.groupBy("keyhash").count().where(F.col("count") > 1)
+    repeated_count = repeated.count()
+    if repeated_count == 0:
+        return
+    key_names = [c.name for c in table.key_columns]
+    examples = (
+        written.join(repeated.limit(MAX_REPORTED_ROWS), "keyhash")
+        .groupBy(*key_names, "count")
+        .agg(F.array_sort(F.collect_set(SOURCE_FILE_COLUMN)).alias("files"))
+        .orderBy(*key_names)
+        .collect()
+    )
+    lines = []
+    for row in examples:
+        key_text = ", ".join(f"{name}={row[name]!r}" for name in key_names)
+        lines.append(f"  - {key_text}: {row['count']} rows (in {', '.join(row['files'])})")
+    raise InputDataError(
+        f"table '{table.name}', business date {date}: {repeated_count} key(s) occur more "
+        "than once in the extract; nothing was written to the state or history.\n"
+        + "\n".join(lines)
+        + "\nDeliver an extract with one row per key and re-run the date."
+    )
+
+
 def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     """Fail the stage with a clear message when any row of the written stage has errors.
 
@@ -271,11 +301,12 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
         Naming the table, the file, the row and column of each reported problem.
 
     """
-    bad_count = written.where(F.col(ROW_ERRORS_COLUMN).isNotNull()).count()
-    if bad_count == 0:
-        return
     table = TableConfig.from_dict(dbt.config.meta_get("hashcdc_table"))
     date = parse_business_date(dbt.config.meta_get("business_date"))
+    bad_count = written.where(F.col(ROW_ERRORS_COLUMN).isNotNull()).count()
+    if bad_count == 0:
+        _fail_on_duplicate_keys(table, date, written)
+        return
     files = _input_files(spark, resolve_source_path(table, date))
     header_lines = 1 if table.source.format == "csv" and table.source.csv["header"] else 0
     lines = []

@@ -95,3 +95,20 @@ def test_missing_business_date_is_a_clear_error(project: Any) -> None:
     outcome = project.dbt("build", "--select", "payments_state")
     assert not outcome.success
     assert "business_date is not set" in outcome.text
+
+
+def test_duplicate_keys_stop_the_run_with_examples(project: Any) -> None:
+    before = first_day(project)
+    project.write_text(
+        "landing/payments/2024-01-02/payments.csv",
+        "id,amount,paid_on,paid_at\n1,1.00,2024-01-01,\n2,2.00,,\n1,9.99,,\n2,2.00,,\n3,3.00,,\n",
+    )
+    outcome = project.build("2024-01-02", "payments")
+    assert not outcome.success
+    assert (
+        "table 'payments', business date 2024-01-02: 2 key(s) occur more than once" in outcome.text
+    )
+    assert "id=1: 2 rows (in file:" in outcome.text
+    assert "id=2: 2 rows" in outcome.text
+    assert outcome.statuses.get("payments_state") == "skipped"
+    assert state_rows(project) == before
