@@ -58,6 +58,7 @@ CSV_OPTION_DEFAULTS: dict[str, Any] = {
     "escape": '"',
     "encoding": "UTF-8",
     "null_value": "",
+    "multiline": False,
 }
 
 
@@ -272,8 +273,9 @@ def _parse_source(raw: dict[str, Any], problems: _Problems) -> SourceConfig:
         value = csv_options[option]
         if not isinstance(value, str) or len(value) != 1:
             problems.add(f"source.csv.{option}", f"must be a single character, got {value!r}")
-    if not isinstance(csv_options["header"], bool):
-        problems.add("source.csv.header", "must be true or false")
+    for option in ("header", "multiline"):
+        if not isinstance(csv_options[option], bool):
+            problems.add(f"source.csv.{option}", "must be true or false")
     for unknown in sorted(set(source) - {"path", "format", "csv"}):
         problems.add(f"source.{unknown}", "unknown field (allowed: path, format, csv)")
     return SourceConfig(path=path, format=fmt, csv=csv_options)

@@ -108,6 +108,7 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
         .option("escape", options["escape"])
         .option("encoding", options["encoding"])
         .option("nullValue", options["null_value"] or UNQUOTED_EMPTY_MARKER)
+        .option("multiLine", options.get("multiline", False))
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT_RECORD_COLUMN)
         .csv(files)
@@ -175,7 +176,13 @@ def _typed_with_errors(
     # Messages are built only for failing rows: a cheap flag guards the costly array.
     messages = F.array_compact(
         F.array(
-            F.when(is_malformed, F.lit("malformed row: wrong number of fields or broken quoting")),
+            F.when(
+                is_malformed,
+                F.lit(
+                    "malformed row: wrong number of fields or broken quoting (quoted values "
+                    "with line breaks need source.csv.multiline: true)"
+                ),
+            ),
             *[_column_message(F.col(c.name), typed[c.name], c) for c in table.columns],
         )
     )

@@ -112,3 +112,45 @@ def test_duplicate_keys_stop_the_run_with_examples(project: Any) -> None:
     assert "id=2: 2 rows" in outcome.text
     assert outcome.statuses.get("payments_state") == "skipped"
     assert state_rows(project) == before
+
+
+def test_csv_with_bom_crlf_quoted_line_breaks_and_blank_lines(project: Any) -> None:
+    config = {
+        "name": "notes",
+        "extract_type": "full",
+        "source": {
+            "path": "landing/notes/{business_date}.csv",
+            "csv": {"multiline": True},
+        },
+        "columns": [
+            {"name": "id", "type": "int", "key": True},
+            {"name": "body", "type": "string"},
+        ],
+    }
+    project.add_table(config)
+    project.write_text(
+        "landing/notes/2024-01-01.csv",
+        '\ufeffid,body\r\n1,"two\nlines"\r\n2,"a,""quoted"" comma"\r\n3,""\r\n4,\r\n\r\n\r\n',
+    )
+    outcome = project.build("2024-01-01", "notes")
+    assert outcome.success, outcome.text
+    rows = {r["id"]: r["body"] for r in project.rows("select id, body from notes_current")}
+    assert rows == {1: "two\nlines", 2: 'a,"quoted" comma', 3: "", 4: None}
+
+
+def test_quoted_line_breaks_without_multiline_are_reported(project: Any) -> None:
+    project.add_table(
+        {
+            "name": "notes_single",
+            "extract_type": "full",
+            "source": {"path": "landing/notes_single/{business_date}.csv"},
+            "columns": [
+                {"name": "id", "type": "int", "key": True},
+                {"name": "body", "type": "string"},
+            ],
+        }
+    )
+    project.write_text("landing/notes_single/2024-01-01.csv", 'id,body\n1,"two\nlines"\n2,ok\n')
+    outcome = project.build("2024-01-01", "notes_single")
+    assert not outcome.success
+    assert "need source.csv.multiline: true" in outcome.text
