@@ -81,7 +81,11 @@ def _ensure_generated(project_dir: Path, names: Sequence[str]) -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     project_dir = find_project_dir(args.project_dir)
     _ensure_generated(project_dir, args.select or [])
-    extra = ["--vars", business_date_vars(args.date), *table_selector(args.select or [])]
+    extra = [
+        "--vars",
+        business_date_vars(args.date, args.allow_mass_delete),
+        *table_selector(args.select or []),
+    ]
     if args.target:
         extra += ["--target", args.target]
     os.chdir(project_dir)
@@ -218,6 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--date", required=True, type=_date, help="business date, YYYY-MM-DD")
     run.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
     run.add_argument("--target", help="profile target (default: local)")
+    run.add_argument(
+        "--allow-mass-delete",
+        action="store_true",
+        help="accept full extracts that delete more than the table's max_delete_fraction",
+    )
 
     query = sub.add_parser("query", help="run Spark SQL; CSV with a header on stdout")
     query.add_argument("sql")

@@ -103,6 +103,7 @@ class TableConfig:
     columns: tuple[ColumnConfig, ...]
     description: str = ""
     expected_counts_seed: str | None = None
+    max_delete_fraction: float = 0.5
     config_file: str = ""
 
     @property
@@ -309,6 +310,7 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         "columns",
         "delimiter",
         "expected_counts_seed",
+        "max_delete_fraction",
     }
     for unknown in sorted(set(raw) - known):
         problems.add(unknown, f"unknown field (allowed: {', '.join(sorted(known))})")
@@ -345,6 +347,17 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
     seed = raw.get("expected_counts_seed")
     if seed is not None and (not isinstance(seed, str) or not NAME_PATTERN.match(seed)):
         problems.add("expected_counts_seed", f"must be a seed name, got {seed!r}")
+    max_delete_fraction = raw.get("max_delete_fraction", 0.5)
+    if (
+        isinstance(max_delete_fraction, bool)
+        or not isinstance(max_delete_fraction, (int, float))
+        or not 0 <= max_delete_fraction <= 1
+    ):
+        problems.add(
+            "max_delete_fraction",
+            f"must be a number from 0 to 1 (1 turns the guard off), got {max_delete_fraction!r}",
+        )
+        max_delete_fraction = 0.5
     if problems.items:
         return None, problems.items
     config = TableConfig(
@@ -354,6 +367,7 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         columns=tuple(columns),
         description=str(raw.get("description", "") or ""),
         expected_counts_seed=seed,
+        max_delete_fraction=float(max_delete_fraction),
         config_file=file,
     )
     return config, []

@@ -195,6 +195,7 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
                 f"incoming=ref('stg_{name}')",
                 f"table_name='{name}'",
                 f"extract_type='{table.extract_type}'",
+                f"max_delete_fraction={table.max_delete_fraction}",
                 f"columns={column_names}",
             ],
         ),

@@ -65,9 +65,12 @@ def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list
     ]
 
 
-def business_date_vars(business_date: str) -> str:
+def business_date_vars(business_date: str, allow_mass_delete: bool = False) -> str:
     """The ``--vars`` argument for one business date."""
-    return json.dumps({"business_date": business_date})
+    values: dict[str, Any] = {"business_date": business_date}
+    if allow_mass_delete:
+        values["hashcdc_allow_mass_delete"] = True
+    return json.dumps(values)
 
 
 def invoke_dbt(args: list[str]) -> Any:

@@ -1,8 +1,9 @@
-{% macro cdc_state(incoming, table_name, extract_type, columns) %}
-    {{ return(adapter.dispatch('cdc_state', 'hashcdc')(incoming, table_name, extract_type, columns)) }}
+{% macro cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction=0.5) %}
+    {{ return(adapter.dispatch('cdc_state', 'hashcdc')(
+        incoming, table_name, extract_type, columns, max_delete_fraction)) }}
 {% endmacro %}
 
-{% macro default__cdc_state(incoming, table_name, extract_type, columns) %}
+{% macro default__cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction) %}
 {%- if extract_type not in ('full', 'delta') -%}
     {{ exceptions.raise_compiler_error(
         "cdc_state: extract_type must be 'full' or 'delta', got '" ~ extract_type ~ "'") }}
@@ -12,6 +13,10 @@
 {%- if is_incremental() -%}
     {%- do hashcdc.assert_business_date_in_order(this, business_date, table_name) -%}
     {%- set previous_date = hashcdc.previous_state_date(this, business_date) -%}
+    {%- if previous_date is not none and extract_type == 'full' -%}
+        {%- do hashcdc.assert_no_mass_delete(
+            this, incoming, table_name, business_date, previous_date, max_delete_fraction) -%}
+    {%- endif -%}
 {%- endif -%}
 {%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}
 with

@@ -16,6 +16,7 @@
         incoming=ref('stg_article_demo'),
         table_name='article_demo',
         extract_type='full',
+        max_delete_fraction=0.5,
         columns=[
             'key_1', 'key_2', 'key_3', 'key_4', 'key_5', 'value_1', 'value_2',
             'value_3', 'value_4', 'value_5', 'value_6', 'value_7', 'value_8', 'value_9',

@@ -154,3 +154,36 @@ def test_quoted_line_breaks_without_multiline_are_reported(project: Any) -> None
     outcome = project.build("2024-01-01", "notes_single")
     assert not outcome.success
     assert "need source.csv.multiline: true" in outcome.text
+
+
+def test_a_truncated_full_extract_cannot_wipe_the_table(project: Any) -> None:
+    from hashcdc.cli import main
+
+    config = {
+        **CONFIG,
+        "name": "payments_guard",
+        "source": {"path": "landing/payments_guard/{business_date}.csv"},
+    }
+    project.add_table(config)
+    project.write_text(
+        "landing/payments_guard/2024-01-01.csv",
+        "id,amount,paid_on,paid_at\n1,1,,\n2,2,,\n3,3,,\n4,4,,\n",
+    )
+    assert project.build("2024-01-01", "payments_guard").success
+    before = sorted(map(repr, project.rows("select * from payments_guard_state")))
+    project.write_text(
+        "landing/payments_guard/2024-01-02.csv", "id,amount,paid_on,paid_at\n1,1,,\n"
+    )
+    outcome = project.build("2024-01-02", "payments_guard")
+    assert not outcome.success
+    assert "would delete 3 of 4 current rows (75.0%), more than 50.0%" in outcome.text
+    assert "hashcdc_allow_mass_delete: true" in outcome.text
+    assert sorted(map(repr, project.rows("select * from payments_guard_state"))) == before
+
+    args = ["--project-dir", str(project.root), "run", "--date", "2024-01-02"]
+    assert main([*args, "--select", "payments_guard", "--allow-mass-delete"]) == 0
+    operations = project.rows(
+        "select operation, count(*) as n from payments_guard_history "
+        "where business_date = date'2024-01-02' group by operation"
+    )
+    assert {r["operation"]: r["n"] for r in operations} == {"D": 3}
