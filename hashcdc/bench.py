@@ -92,11 +92,9 @@ def _build(
     return seconds
 
 
-def _copy_floor(spark: Any, source: Path, target: Path) -> float:
-    """Read the CSV with its typed schema and write it once as parquet."""
-    schema = ", ".join(
-        [f"key_{k} string" for k in range(1, 6)] + [f"value_{j} double" for j in range(1, 11)]
-    )
+def _copy_floor(spark: Any, columns: list[dict[str, Any]], source: Path, target: Path) -> float:
+    """Read the CSV with its typed schema (the table config's columns), write it as parquet."""
+    schema = ", ".join(f"{c['name']} {c['type']}" for c in columns)
 
     def copy() -> None:
         frame = spark.read.schema(schema).option("header", True).csv(str(source))
@@ -122,7 +120,14 @@ def bench_size(spark: Any, work: Path, rows: int, repeat: int) -> dict[str, Any]
     for _ in range(repeat):
         day2_runs.append(_build(work, DATES[1], table, per_model=per_model))
         test_runs.append(_build(work, DATES[1], table, command="test"))
-        floor_runs.append(_copy_floor(spark, day2_csv, work / "copy_floor" / table))
+        floor_runs.append(
+            _copy_floor(
+                spark,
+                datagen.table_config(options)["columns"],
+                day2_csv,
+                work / "copy_floor" / table,
+            )
+        )
     day2, floor = statistics.median(day2_runs), statistics.median(floor_runs)
     csv_bytes = sum(p.stat().st_size for p in day2_csv.glob("*.csv"))
     return {

@@ -74,11 +74,6 @@ class ColumnConfig:
     description: str = ""
     format: str | None = None
 
-    @property
-    def spark_type(self) -> str:
-        """The Spark SQL type name the raw value is cast to."""
-        return self.type
-
 
 @dataclass(frozen=True)
 class SourceConfig:

@@ -46,6 +46,7 @@ class GeneratedFile:
 
     path: Path
     content: str
+    config_file: str
 
 
 class _IndentedDumper(yaml.SafeDumper):
@@ -134,10 +135,11 @@ validate = validate_stage
         ],
     }
     return [
-        GeneratedFile(Path("python_models") / f"stg_{table.name}.py", model),
+        GeneratedFile(Path("python_models") / f"stg_{table.name}.py", model, table.config_file),
         GeneratedFile(
             Path("python_models") / f"stg_{table.name}.yml",
             f"# {note}\n" + _dump_yaml(properties),
+            table.config_file,
         ),
     ]
 
@@ -306,10 +308,14 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
     }
     folder = Path("models") / name
     return [
-        GeneratedFile(folder / f"{name}_state.sql", state),
-        GeneratedFile(folder / f"{name}_current.sql", current),
-        GeneratedFile(folder / f"{name}_history.sql", history),
-        GeneratedFile(folder / f"_{name}__models.yml", f"# {note}\n" + _dump_yaml(properties)),
+        GeneratedFile(folder / f"{name}_state.sql", state, table.config_file),
+        GeneratedFile(folder / f"{name}_current.sql", current, table.config_file),
+        GeneratedFile(folder / f"{name}_history.sql", history, table.config_file),
+        GeneratedFile(
+            folder / f"_{name}__models.yml",
+            f"# {note}\n" + _dump_yaml(properties),
+            table.config_file,
+        ),
     ]
 
 
@@ -358,15 +364,7 @@ def check(project_dir: Path, tables: list[TableConfig]) -> list[str]:
         if not target.exists():
             problems.append(f"{generated.path}: missing")
         elif target.read_text(encoding="utf-8") != generated.content:
-            problems.append(f"{generated.path}: differs from what {_config_of(generated)} gives")
+            problems.append(f"{generated.path}: differs from what {generated.config_file} gives")
     for stale in sorted(_owned_paths(project_dir) - {g.path for g in wanted}):
         problems.append(f"{stale}: generated for a table that no longer exists")
     return problems
-
-
-def _config_of(generated: GeneratedFile) -> str:
-    first_lines = generated.content.splitlines()[:4]
-    for line in first_lines:
-        if "from " in line and "tables/" in line:
-            return line.split("from ", 1)[1].split(":", 1)[0]
-    return "its table config"

@@ -95,21 +95,18 @@ def _encoded_pair(name: str, value_text: Column) -> Column:
     )
 
 
-def hash_input(columns: Iterable[tuple[ColumnConfig, Column]]) -> Column:
-    """The canonical encoding of the non-null name/value pairs, sorted by name."""
-    ordered = sorted(columns, key=lambda pair: pair[0].name)
-    pairs = [
-        _encoded_pair(config.name, canonical_text(value, config.type)) for config, value in ordered
-    ]
+def _encoding(named_texts: Iterable[tuple[str, Column]]) -> Column:
+    """The encoding of (name, canonical text) pairs, sorted by name; null texts skipped."""
+    pairs = [_encoded_pair(name, text) for name, text in sorted(named_texts, key=lambda p: p[0])]
     if not pairs:
         return F.lit("")
     # concat_ws skips nulls: a null value contributes no pair at all.
     return F.concat_ws("", *pairs)
 
 
-def row_hash(columns: Iterable[tuple[ColumnConfig, Column]]) -> Column:
-    """128-bit MD5 (hex) of :func:`hash_input`."""
-    return F.md5(hash_input(columns))
+def hash_input(columns: Iterable[tuple[ColumnConfig, Column]]) -> Column:
+    """The canonical encoding of the non-null name/value pairs, sorted by name."""
+    return _encoding((config.name, canonical_text(value, config.type)) for config, value in columns)
 
 
 def with_row_hashes(
@@ -133,9 +130,7 @@ def with_row_hashes(
     )
 
     def digest(configs: list[ColumnConfig]) -> Column:
-        ordered = sorted(configs, key=lambda c: c.name)
-        pairs = [_encoded_pair(c.name, F.col(_text_column(c.name))) for c in ordered]
-        encoding = F.concat_ws("", *pairs) if pairs else F.lit("")
+        encoding = _encoding((c.name, F.col(_text_column(c.name))) for c in configs)
         # 16 raw bytes: half the size of hex in files, shuffles and joins (docs/benchmarks.md).
         return F.unhex(F.md5(encoding))
 

@@ -53,13 +53,6 @@ class Project:
         )
         generate.write(self.root, load_table_configs(self.root / "tables"))
 
-    def remove_table(self, name: str) -> None:
-        from hashcdc import generate
-        from hashcdc.config import load_table_configs
-
-        (self.root / "tables" / f"{name}.yml").unlink()
-        generate.write(self.root, load_table_configs(self.root / "tables"))
-
     def write_text(self, relative: str, text: str) -> Path:
         path = self.root / relative
         path.parent.mkdir(parents=True, exist_ok=True)

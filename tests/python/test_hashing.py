@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 )
 
 from hashcdc.config import ColumnConfig
-from hashcdc.hashing import HASH_ALGORITHM_VERSION, hash_input, row_hash
+from hashcdc.hashing import HASH_ALGORITHM_VERSION, hash_input, with_row_hashes
 
 SPARK_TYPES = {
     "string": StringType(),
@@ -49,13 +49,18 @@ def spark_type(name: str) -> Any:
     return SPARK_TYPES[name]
 
 
+def hashed_hex(frame: Any, configs: list[ColumnConfig]) -> str:
+    """The nonkeyhash the stage computes for the frame's first row, as lower-case hex."""
+    return bytes(with_row_hashes(frame, [], configs).first()["nonkeyhash"]).hex()
+
+
 def hashes(spark: Any, columns: list[tuple[str, str]], values: list[Any]) -> tuple[str, str]:
-    """(hash input, md5) of one row computed by Spark."""
+    """(hash input, md5 hex) of one row computed by Spark, the hash as the stage does it."""
     schema = StructType([StructField(n, spark_type(t), True) for n, t in columns])
     frame = spark.createDataFrame([tuple(values)], schema)
-    pairs = [(ColumnConfig(name=n, type=t), F.col(n)) for n, t in columns]
-    result = frame.select(hash_input(pairs).alias("i"), row_hash(pairs).alias("h")).first()
-    return result["i"], result["h"]
+    configs = [ColumnConfig(name=n, type=t) for n, t in columns]
+    encoding = frame.select(hash_input([(c, F.col(c.name)) for c in configs])).first()[0]
+    return encoding, hashed_hex(frame, configs)
 
 
 GOLDEN = [
@@ -172,8 +177,7 @@ def test_timestamps_hash_in_utc_whatever_the_session_zone(spark: Any) -> None:
     try:
         spark.conf.set("spark.sql.session.timeZone", "America/New_York")
         frame = spark.sql("select timestamp'2024-01-01 07:00:00' as at")
-        pairs = [(ColumnConfig(name="at", type="timestamp"), F.col("at"))]
-        other = frame.select(row_hash(pairs).alias("h")).first()["h"]
+        other = hashed_hex(frame, [ColumnConfig(name="at", type="timestamp")])
     finally:
         spark.conf.set("spark.sql.session.timeZone", zone)
     assert other == utc[1]
