@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 DATES = ("2019-06-18", "2019-06-19")
+DELTA_FRACTION_CHANGED = 0.01
 
 
 def _scratch_project(project_dir: Path, work: Path) -> Path:
@@ -103,7 +104,46 @@ def _copy_floor(spark: Any, columns: list[dict[str, Any]], source: Path, target:
     return _timed(copy)[0]
 
 
-def bench_size(spark: Any, work: Path, rows: int, repeat: int) -> dict[str, Any]:
+def _stage_compute(spark: Any, work: Path, table: str, business_date: str) -> float:
+    """The hash stage alone: read, cast and hash the extract, with no write (noop sink)."""
+    from hashcdc.config import load_table_configs
+    from hashcdc.stage import typecast_and_hash
+
+    config = next(t for t in load_table_configs(work / "tables") if t.name == table)
+    frame = typecast_and_hash(spark, config.to_dict(), business_date)
+    return _timed(lambda: frame.write.format("noop").mode("overwrite").save())[0]
+
+
+def _delta_day2(spark: Any, work: Path, rows: int) -> dict[str, Any]:
+    """Day 2 of a delta extract in which 1% of the keys changed, against the full state."""
+    from hashcdc import datagen, generate
+    from hashcdc.config import load_table_configs
+
+    table = f"bench_{rows}_delta"
+    options = datagen.DatagenOptions(
+        table_name=table,
+        initial_records=rows,
+        dates=DATES,
+        extract_type="delta",
+        fraction_deleted=0.0,
+        fraction_updated=DELTA_FRACTION_CHANGED,
+        fraction_unchanged=1 - DELTA_FRACTION_CHANGED,
+    )
+    datagen.generate_extracts(spark, options, work)
+    generate.write(work, load_table_configs(work / "tables"))
+    day1 = _build(work, DATES[0], table)
+    per_model: dict[str, list[float]] = {}
+    day2 = _build(work, DATES[1], table, per_model=per_model)
+    return {
+        "delta_day1_run_s": round(day1, 2),
+        "delta_day2_run_s": round(day2, 2),
+        "delta_day2_per_model_s": {name: v[0] for name, v in per_model.items()},
+    }
+
+
+def bench_size(
+    spark: Any, work: Path, rows: int, repeat: int, delta: bool = True
+) -> dict[str, Any]:
     """Measure one size; returns the figures (seconds; medians of ``repeat`` runs)."""
     from hashcdc import datagen, generate
     from hashcdc.config import load_table_configs
@@ -130,6 +170,10 @@ def bench_size(spark: Any, work: Path, rows: int, repeat: int) -> dict[str, Any]
         )
     day2, floor = statistics.median(day2_runs), statistics.median(floor_runs)
     csv_bytes = sum(p.stat().st_size for p in day2_csv.glob("*.csv"))
+    stage_compute = _stage_compute(spark, work, table, DATES[1])
+    delta_figures = _delta_day2(spark, work, rows) if delta else {}
+    if delta_figures:
+        delta_figures["delta_over_full_day2"] = round(delta_figures["delta_day2_run_s"] / day2, 2)
     return {
         "rows": rows,
         "csv_mib": round(csv_bytes / 2**20, 1),
@@ -146,6 +190,8 @@ def bench_size(spark: Any, work: Path, rows: int, repeat: int) -> dict[str, Any]
         "day2_dbt_overhead_s": round(
             day2 - sum(statistics.median(v) for v in per_model.values()), 2
         ),
+        "stage_compute_s": round(stage_compute, 2),
+        **delta_figures,
     }
 
 
@@ -188,6 +234,21 @@ def _markdown(report: dict[str, Any]) -> str:
     for size in report["sizes"]:
         per_model = " | ".join(str(v) for v in size["day2_per_model_s"].values())
         lines.append(f"| {size['rows']:,} | {per_model} | {size['day2_dbt_overhead_s']} |")
+    lines += [
+        "",
+        "The hash stage alone (read the day-2 CSV, cast, hash; a `noop` sink, no write) and "
+        f"day 2 of a delta extract in which {DELTA_FRACTION_CHANGED:.0%} of the keys changed, "
+        "against the full state of day 1 (`dbt run`, parse included):",
+        "",
+        "| rows | hash stage alone | stage alone / floor | delta day 2 | delta / full day 2 |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for size in report["sizes"]:
+        stage_ratio = round(size["stage_compute_s"] / size["copy_floor_s"], 2)
+        lines.append(
+            f"| {size['rows']:,} | {size['stage_compute_s']} | {stage_ratio} | "
+            f"{size.get('delta_day2_run_s', '—')} | {size.get('delta_over_full_day2', '—')} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -199,7 +260,7 @@ def main(project_dir: Path, args: argparse.Namespace) -> int:
     from hashcdc.project import spark_session
 
     startup, spark = _timed(lambda: spark_session(work))
-    sizes = [bench_size(spark, work, rows, args.repeat) for rows in args.rows]
+    sizes = [bench_size(spark, work, rows, args.repeat, not args.no_delta) for rows in args.rows]
     jvm_pid = spark.sparkContext._gateway.proc.pid  # noqa: SLF001 - the JVM's pid
     report = {
         "machine": _machine(spark),

@@ -11,8 +11,10 @@ import csv
 import datetime as dt
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from hashcdc import generate
 from hashcdc.config import load_table_configs
@@ -89,11 +91,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.target:
         extra += ["--target", args.target]
     os.chdir(project_dir)
+    if args.profile:
+        event_log_dir = project_dir / "target" / "spark-events"
+        event_log_dir.mkdir(parents=True, exist_ok=True)
+        os.environ["HASHCDC_EVENT_LOG"] = "true"
+        os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
+    started = time.perf_counter()
     result = invoke_dbt(dbt_args("build", project_dir, extra))
+    if args.profile:
+        _print_profile(project_dir, result, time.perf_counter() - started)
     if not result.success:
         print(f"hashcdc run --date {args.date}: failed (see the dbt output above)", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_profile(project_dir: Path, result: Any, seconds: float) -> None:
+    """Print (and write to target/hashcdc_profile.md) where the run's time went."""
+    from pyspark.sql import SparkSession
+
+    from hashcdc import profile
+
+    spark = SparkSession.getActiveSession()
+    log = None
+    if spark is not None:
+        log = profile.event_log_file(
+            Path(os.environ["HASHCDC_EVENT_LOG_DIR"]), spark.sparkContext.applicationId
+        )
+    if log is None:
+        print("hashcdc: --profile found no Spark event log for this run", file=sys.stderr)
+        return
+    nodes = profile.node_profiles(result.result)
+    unattributed = profile.attribute(nodes, profile.read_stages(log))
+    report = profile.render(nodes, unattributed, seconds)
+    (project_dir / "target" / "hashcdc_profile.md").write_text(report, encoding="utf-8")
+    print("\n" + report)
 
 
 def _cmd_query(args: argparse.Namespace) -> int:
@@ -223,6 +255,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
     run.add_argument("--target", help="profile target (default: local)")
     run.add_argument(
+        "--profile",
+        action="store_true",
+        help="report time per dbt node and per Spark stage (target/hashcdc_profile.md)",
+    )
+    run.add_argument(
         "--allow-mass-delete",
         action="store_true",
         help="accept full extracts that delete more than the table's max_delete_fraction",
@@ -253,7 +290,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="landing/{table}",
         help="output folder; one sub-folder per business date (default: landing/{table})",
     )
-    gen_data.add_argument("--extract-type", choices=["full"], default="full")
+    gen_data.add_argument(
+        "--extract-type",
+        choices=["full", "delta"],
+        default="full",
+        help="delta: later dates hold only the new and updated rows",
+    )
     gen_data.add_argument("--seed", type=int, default=42)
     gen_data.add_argument("--target", help="profile target (default: local)")
 
@@ -267,6 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--report", type=Path, default=None, help="also write the markdown table here"
     )
     bench_parser.add_argument("--keep", action="store_true", help="keep the scratch project")
+    bench_parser.add_argument(
+        "--no-delta", action="store_true", help="skip the 1%% delta extract measurement"
+    )
     return parser
 
 

@@ -1,11 +1,13 @@
 """Synthetic daily extracts in the shape of the article's generator, Spark-native.
 
-The first business date gets ``initial_records`` rows; every later date is a full
-extract derived from the previous one: ``fraction_deleted`` of the rows are deleted and
+The first business date gets ``initial_records`` rows; every later date is an extract
+derived from the previous one: ``fraction_deleted`` of the rows are deleted and
 replaced by new keys, ``fraction_updated`` get new non-key values, ``fraction_unchanged``
 stay as they were, and rows beyond the previous count (``incremental_records`` larger than
 ``initial_records``) are new keys. Counts are exact: rows are picked per date by an affine
-permutation of their position, not by sampling.
+permutation of their position, not by sampling. With ``extract_type: delta`` the later
+extracts hold only the rows that are new or updated that date (a delta cannot say that a
+key was deleted: the replaced keys are simply not supplied).
 
 Every value is a pure function of (seed, position, dates): keys are uuid-shaped MD5s of
 the date and position a row was born at, non-key values are doubles in [0, 1) from a
@@ -61,6 +63,10 @@ class DatagenOptions:
         if self.initial_records < 1 or self.later_records < self.initial_records:
             raise HashcdcError(
                 "datagen: need initial records >= 1 and incremental records >= initial records"
+            )
+        if self.extract_type not in ("full", "delta"):
+            raise HashcdcError(
+                f"datagen: extract type must be full or delta, got {self.extract_type!r}"
             )
         if self.key_columns < 1 or self.non_key_columns < 0:
             raise HashcdcError("datagen: need at least one key column")
@@ -190,12 +196,10 @@ def generate_extracts(
         # localCheckpoint keeps the plan short over many dates.
         frame = frame.localCheckpoint(eager=True) if day % 8 == 0 else frame
         folder = output_root / business_date
-        (
-            _extract(frame.where(F.col("position") < row_count), options)
-            .write.mode("overwrite")
-            .option("header", True)
-            .csv(str(folder))
-        )
+        rows = frame.where(F.col("position") < row_count)
+        if options.extract_type == "delta" and day > 1:
+            rows = rows.where(F.col("version_day") == day)
+        (_extract(rows, options).write.mode("overwrite").option("header", True).csv(str(folder)))
         written.append(folder)
     if write_config:
         config_path = project_dir / "tables" / f"{options.table_name}.yml"

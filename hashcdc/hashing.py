@@ -1,26 +1,39 @@
-"""Canonical encoding and hashing of typed rows (hash algorithm version 1).
+"""Canonical encoding and hashing of typed rows (hash algorithm version 2).
 
-Every hash is computed on the JVM with native Spark functions. The input of a hash is an
-unambiguous encoding of the *non-null* ``(name, value)`` pairs of the hashed columns,
-sorted by column name::
+Every hash is computed on the JVM with native Spark functions. A hash covers the
+*non-null* ``(name, value)`` pairs of the hashed columns, sorted by column name, as a
+sequence of *units*::
 
-    <len(name)>:<name><len(value)>:<value>  ... repeated, concatenated
+    lane, name_1, value_1, name_2, value_2, ...
 
-* A null value contributes nothing, so adding a nullable column does not change the hash
-  of rows where it is null; ``""`` encodes as ``0:``, so null and the empty string differ.
-* Length prefixes make the concatenation unambiguous: ``("ab", "c")`` never equals
-  ``("a", "bc")``, whatever characters the values contain.
+and is the 128-bit pair of two XXH64 chains (Spark's ``xxhash64``: each unit is hashed
+with the previous unit's hash as its seed), one chain starting with the unit ``1`` and the
+other with ``2``. ``keyhash`` and ``nonkeyhash`` are stored as 16 raw bytes (``binary``):
+the first chain's 64 bits, then the second's, big-endian.
+
+* A null value contributes neither its name nor its value, so adding a nullable column
+  does not change the hash of rows where it is null; ``""`` is a unit of zero bytes, so
+  null and the empty string differ.
+* Each unit is hashed as a whole, so there are no separator collisions: ``("ab", "c")``
+  never equals ``("a", "bc")``, whatever characters the values contain; and units
+  alternate strictly between a name and its value, so a value that looks like a column
+  name cannot shift the pairing.
 * Sorting by name makes the hash independent of column order.
-* Values are encoded *after* casting, in a canonical text form, so that type widening and
-  formatting do not change hashes: exact numbers (integers and decimals) as a plain decimal
-  without trailing zeros (``1.50`` and ``1.5`` and a decimal(12,4) ``1.5000`` all give
-  ``1.5``); ``-0.0`` as ``0.0``; timestamps as microseconds since the epoch in UTC;
-  dates as ``yyyy-MM-dd``; booleans as ``true``/``false``.
+* Values are hashed **after** casting, in a canonical form, so that type widening and
+  formatting do not change hashes: exact numbers (integers and decimals) as the text of a
+  plain decimal without trailing zeros (``1.50``, ``1.5`` and a decimal(12,4) ``1.5000``
+  all give ``1.5``; an int ``3`` and a decimal ``3.00`` both give ``3``); ``float`` and
+  ``double`` as the 64 bits of the double (``-0.0`` as ``0.0``; one NaN); timestamps as
+  microseconds since the epoch in UTC; dates as days since the epoch; booleans as 1/0;
+  strings as their UTF-8 bytes.
 
-The hash is MD5 (128 bits), stored as 16 raw bytes (``binary``; ``hex(keyhash)`` shows
-the usual 32 hex characters). Golden vectors in
-``tests/python/test_hashing.py`` pin this algorithm: a change in Spark or in this module
-that alters any hash fails that test instead of turning every row into an update.
+Version 1 (MD5 of a length-prefixed text encoding) rendered every double as text, which
+cost as much as parsing the CSV; version 2 hashes typed values and is about 6x cheaper
+(docs/performance.md). Golden vectors in ``tests/python/test_hashing.py`` pin this
+algorithm and recompute it with an independent XXH64 implementation: a change in Spark or
+in this module that alters any hash fails that test instead of turning every row into an
+update. ``HASH_ALGORITHM_VERSION`` is recorded on every state table; a run refuses a state
+written with another version.
 """
 
 from __future__ import annotations
@@ -32,11 +45,14 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import ColumnConfig
 
-HASH_ALGORITHM_VERSION = 1
+HASH_ALGORITHM_VERSION = 2
+# The first unit of each of the two XXH64 chains that make up a 128-bit hash.
+HASH_LANES = (1, 2)
+_EXACT_NUMBER_TYPES = ("tinyint", "smallint", "int", "bigint")
 
 
-def canonical_text(column: Column, column_type: str) -> Column:
-    """Canonical text of an already-cast value; null stays null.
+def canonical_value(column: Column, column_type: str) -> Column:
+    """The value unit of an already-cast value, in its canonical form; null stays null.
 
     Parameters
     ----------
@@ -48,22 +64,22 @@ def canonical_text(column: Column, column_type: str) -> Column:
     Returns
     -------
     Column
-        A string column.
+        A string, double, int, bigint or boolean column, per the rules in the module doc.
 
     """
     if column_type.startswith("decimal"):
         return _canonical_decimal(column, column_type)
+    if column_type in _EXACT_NUMBER_TYPES:
+        return column.cast("string")
     if column_type in ("float", "double"):
         as_double = column.cast("double")
         # -0.0 = 0.0 in Spark comparisons, so this maps both zeros to 0.0.
-        return F.when(as_double == 0, F.lit("0.0")).otherwise(as_double.cast("string"))
+        return F.when(as_double == 0, F.lit(0.0)).otherwise(as_double)
     if column_type == "timestamp":
-        return F.unix_micros(column).cast("string")
-    if column_type == "boolean":
-        return F.when(column, F.lit("true")).when(~column, F.lit("false"))
+        return F.unix_micros(column)
     if column_type == "date":
-        return F.date_format(column, "yyyy-MM-dd")
-    return column.cast("string")
+        return F.unix_date(column)
+    return column
 
 
 def _canonical_decimal(column: Column, column_type: str) -> Column:
@@ -85,28 +101,26 @@ def _canonical_decimal(column: Column, column_type: str) -> Column:
     return F.concat(sign, stripped)
 
 
-def _encoded_pair(name: str, value_text: Column) -> Column:
-    name_part = f"{len(name)}:{name}"
-    return F.concat(
-        F.lit(name_part),
-        F.length(value_text).cast("string"),
-        F.lit(":"),
-        value_text,
-    )
+def hash_units(named_values: Iterable[tuple[str, Column]]) -> list[Column]:
+    """The name and value units of (name, canonical value) pairs, sorted by name.
+
+    A null value also nulls its name, and ``xxhash64`` skips null arguments: the pair
+    contributes nothing.
+    """
+    units: list[Column] = []
+    for name, value in sorted(named_values, key=lambda pair: pair[0]):
+        units += [F.when(value.isNotNull(), F.lit(name)), value]
+    return units
 
 
-def _encoding(named_texts: Iterable[tuple[str, Column]]) -> Column:
-    """The encoding of (name, canonical text) pairs, sorted by name; null texts skipped."""
-    pairs = [_encoded_pair(name, text) for name, text in sorted(named_texts, key=lambda p: p[0])]
-    if not pairs:
-        return F.lit("")
-    # concat_ws skips nulls: a null value contributes no pair at all.
-    return F.concat_ws("", *pairs)
+def _lane_hex(lane: int, units: list[Column]) -> Column:
+    """One 64-bit XXH64 chain as 16 hex digits (two's complement, big-endian)."""
+    return F.lpad(F.hex(F.xxhash64(F.lit(lane), *units)), 16, "0")
 
 
-def hash_input(columns: Iterable[tuple[ColumnConfig, Column]]) -> Column:
-    """The canonical encoding of the non-null name/value pairs, sorted by name."""
-    return _encoding((config.name, canonical_text(value, config.type)) for config, value in columns)
+def digest(units: list[Column]) -> Column:
+    """The 128-bit hash of a unit sequence as 16 raw bytes."""
+    return F.unhex(F.concat(*[_lane_hex(lane, units) for lane in HASH_LANES]))
 
 
 def with_row_hashes(
@@ -116,30 +130,27 @@ def with_row_hashes(
 ) -> DataFrame:
     """Add ``keyhash`` and ``nonkeyhash`` to a frame of typed columns.
 
-    The canonical texts are projected first, in their own step, so that each value is
-    rendered once although its encoding uses it twice (length and text); Spark does not
-    merge the two projections because that would duplicate the expensive expressions.
+    The canonical values are projected first, in their own step, so that each is computed
+    once although both lanes (and the null test of its name) use it.
     """
     hashed = {c.name: c for c in [*key_columns, *compared_columns]}
-    texts = frame.select(
+    canonical = frame.select(
         "*",
         *[
-            canonical_text(F.col(name), c.type).alias(_text_column(name))
+            canonical_value(F.col(name), c.type).alias(_canonical_column(name))
             for name, c in hashed.items()
         ],
     )
 
-    def digest(configs: list[ColumnConfig]) -> Column:
-        encoding = _encoding((c.name, F.col(_text_column(c.name))) for c in configs)
-        # 16 raw bytes: half the size of hex in files, shuffles and joins (docs/benchmarks.md).
-        return F.unhex(F.md5(encoding))
+    def row_digest(configs: list[ColumnConfig]) -> Column:
+        return digest(hash_units((c.name, F.col(_canonical_column(c.name))) for c in configs))
 
-    return texts.select(
+    return canonical.select(
         *frame.columns,
-        digest(key_columns).alias("keyhash"),
-        digest(compared_columns).alias("nonkeyhash"),
+        row_digest(key_columns).alias("keyhash"),
+        row_digest(compared_columns).alias("nonkeyhash"),
     )
 
 
-def _text_column(name: str) -> str:
+def _canonical_column(name: str) -> str:
     return f"__canonical_{name}"

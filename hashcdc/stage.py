@@ -14,6 +14,7 @@ column. The state and history models then never run, so the previous state is un
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import os
 from typing import Any
@@ -79,16 +80,86 @@ def _input_files(spark: SparkSession, path: str) -> list[str]:
     return sorted(files)
 
 
+def _first_line(spark: SparkSession, file: str, encoding: str) -> str:
+    """The first line of a (possibly compressed) text file, read by the driver."""
+    jvm = spark.sparkContext._jvm  # noqa: SLF001 - the Hadoop FS API is only on the JVM
+    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
+    path = jvm.org.apache.hadoop.fs.Path(file)
+    stream = path.getFileSystem(hadoop_conf).open(path)
+    codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(hadoop_conf).getCodec(path)
+    if codec is not None:
+        stream = codec.createInputStream(stream)
+    reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, encoding))
+    try:
+        return reader.readLine() or ""
+    finally:
+        reader.close()
+
+
+def _header_fields(line: str, options: dict[str, Any]) -> list[str]:
+    """The field names of a CSV header line, parsed with the table's CSV options."""
+    dialect: dict[str, Any] = {"delimiter": options["delimiter"], "quotechar": options["quote"]}
+    if options["escape"] != options["quote"]:
+        dialect.update(escapechar=options["escape"], doublequote=False)
+    fields = next(csv.reader([line.lstrip("\ufeff")], **dialect), [])
+    return [f.strip().lower() for f in fields]
+
+
+def header_differences(expected: list[str], actual: list[str]) -> list[str]:
+    """What differs between the configured columns and a header, in words; [] if equal."""
+    missing = [name for name in expected if name not in actual]
+    extra = [name for name in actual if name not in expected]
+    problems = []
+    if missing:
+        problems.append(f"missing column(s) {', '.join(missing)}")
+    if extra:
+        problems.append(f"extra column(s) {', '.join(extra)}")
+    if not missing and not extra and actual != expected:
+        problems.append(f"columns in another order: {', '.join(actual)}")
+    return problems
+
+
+def check_header(spark: SparkSession, table: TableConfig, files: list[str]) -> None:
+    """Refuse extracts whose header (CSV) or columns (parquet) differ from the config.
+
+    Spark's CSV reader would silently take columns by position, so a reordered header
+    would load values into the wrong columns.
+
+    Raises
+    ------
+    InputDataError
+        Listing, per file, the missing, extra or reordered columns.
+
+    """
+    expected = [c.name for c in table.columns]
+    reports = []
+    if table.source.format == "parquet":
+        actual = [name.lower() for name in spark.read.parquet(*files).columns]
+        differences = [d for d in header_differences(expected, actual) if "order" not in d]
+        if differences:
+            reports.append(f"  - {files[0]}: {'; '.join(differences)}")
+    elif table.source.csv["header"]:
+        for file in files:
+            line = _first_line(spark, file, table.source.csv["encoding"])
+            if not line.strip():
+                continue  # an empty file: no header, no rows
+            differences = header_differences(expected, _header_fields(line, table.source.csv))
+            if differences:
+                reports.append(f"  - {file}: {'; '.join(differences)}")
+    if reports:
+        raise InputDataError(
+            f"table '{table.name}': the extract's columns differ from the columns of "
+            f"{table.config_file} ({', '.join(expected)}); nothing was written.\n"
+            + "\n".join(reports[:MAX_REPORTED_ROWS])
+            + "\nFix the extract, or change the columns in the config (a column that is added "
+            "or removed changes the table's schema)."
+        )
+
+
 def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
     """The extract with every configured column as text, plus the source file name."""
     if table.source.format == "parquet":
         frame = spark.read.parquet(*files)
-        missing = [c.name for c in table.columns if c.name not in frame.columns]
-        if missing:
-            raise InputDataError(
-                f"table '{table.name}': parquet extract {files[0]} lacks configured "
-                f"column(s) {', '.join(missing)}; fix the extract or {table.config_file}"
-            )
         selected = [F.col(c.name).cast("string").alias(c.name) for c in table.columns]
         return frame.select(
             *selected,
@@ -229,6 +300,7 @@ def typecast_and_hash(
             f"{table.source.format} data at {path} (source.path in {table.config_file}). "
             "Nothing was written; deliver the extract and re-run the date."
         )
+    check_header(spark, table, files)
     typed = _typed_with_errors(_raw_reader(spark, table, files), table)
     hashed = with_row_hashes(typed, list(table.key_columns), list(table.compared_columns))
     return hashed.select(

@@ -12,6 +12,7 @@
 {%- set previous_date = none -%}
 {%- if is_incremental() -%}
     {%- do hashcdc.assert_business_date_in_order(this, business_date, table_name) -%}
+    {%- do hashcdc.assert_hash_version(this, table_name) -%}
     {%- set previous_date = hashcdc.previous_state_date(this, business_date) -%}
     {%- if previous_date is not none and extract_type == 'full' -%}
         {%- do hashcdc.assert_no_mass_delete(
@@ -52,7 +53,9 @@ previous_state as (
 ),
 
 compared as (
-    select
+    {#- A hash join per bucket: both sides arrive bucketed by keyhash, and building a hash
+        table of one bucket is cheaper than sorting both (docs/performance.md). #}
+    select /*+ shuffle_hash(previous_state) */
         incoming.keyhash as incoming_keyhash,
         incoming.nonkeyhash as incoming_nonkeyhash,
         previous_state.keyhash as previous_keyhash,

@@ -7,6 +7,7 @@
         full_refresh=false,
         clustered_by=['keyhash'],
         buckets=var('hashcdc_buckets'),
+        tblproperties={'hashcdc.hash_version': '2'},
         post_hook="{{ hashcdc.prune_state_snapshots(this, var('hashcdc_state_snapshots_kept')) }}"
     )
 }}

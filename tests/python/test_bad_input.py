@@ -187,3 +187,51 @@ def test_a_truncated_full_extract_cannot_wipe_the_table(project: Any) -> None:
         "where business_date = date'2024-01-02' group by operation"
     )
     assert {r["operation"]: r["n"] for r in operations} == {"D": 3}
+
+
+def test_an_empty_full_extract_is_refused_and_an_empty_delta_changes_nothing(
+    project: Any,
+) -> None:
+    before = first_day(project)
+    project.write_text("landing/payments/2024-01-02/payments.csv", "id,amount,paid_on,paid_at\n")
+    outcome = project.build("2024-01-02", "payments")
+    assert not outcome.success
+    assert "would delete 2 of 2 current rows (100.0%)" in outcome.text
+    assert state_rows(project) == before
+
+    project.add_table(
+        {
+            **CONFIG,
+            "name": "payments_delta",
+            "extract_type": "delta",
+            "source": {"path": "landing/payments_delta/{business_date}.csv"},
+        }
+    )
+    project.write_text("landing/payments_delta/2024-01-01.csv", GOOD)
+    assert project.build("2024-01-01", "payments_delta").success
+    project.write_text("landing/payments_delta/2024-01-02.csv", "")
+    assert project.build("2024-01-02", "payments_delta").success
+    current = project.rows("select id, operation from payments_delta_current order by id")
+    assert [(r["id"], r["operation"]) for r in current] == [(1, "X"), (2, "X")]
+
+
+def test_a_header_that_differs_from_the_config_is_refused(project: Any) -> None:
+    before = first_day(project)
+    project.write_text(
+        "landing/payments/2024-01-02/payments.csv",
+        "id,paid_on,amount,paid_at\n1,2024-01-01,1.00,\n",
+    )
+    outcome = project.build("2024-01-02", "payments")
+    assert not outcome.success
+    assert "table 'payments': the extract's columns differ from the columns of" in outcome.text
+    assert "columns in another order: id, paid_on, amount, paid_at" in outcome.text
+    assert state_rows(project) == before
+
+    project.write_text(
+        "landing/payments/2024-01-02/payments.csv", "\ufeffID,amount,paid_at,note\n1,1.00,,x\n"
+    )
+    outcome = project.build("2024-01-02", "payments")
+    assert not outcome.success
+    assert "missing column(s) paid_on; extra column(s) note" in outcome.text
+    assert outcome.statuses.get("payments_state") == "skipped"
+    assert state_rows(project) == before

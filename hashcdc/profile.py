@@ -1,0 +1,186 @@
+"""``hashcdc run --profile``: where a run's time goes, per dbt node and per Spark stage.
+
+The run's SparkSession writes Spark's event log (``spark.eventLog.*``, switched on by the
+``HASHCDC_EVENT_LOG`` variable of ``profiles/profiles.yml``); after dbt finishes, every
+completed Spark stage is attributed to the dbt node whose execution window contains the
+stage's submission, and printed with its duration, tasks and bytes read, shuffled and
+written. The event log is Spark's documented, stable JSON format, and it works the same on
+the embedded Spark and on a cluster.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MIB = 2**20
+STAGES_SHOWN_PER_NODE = 5
+
+
+@dataclass(frozen=True)
+class SparkStage:
+    """A completed Spark stage as the event log reports it."""
+
+    stage_id: int
+    name: str
+    submitted_ms: int
+    completed_ms: int
+    tasks: int
+    input_bytes: int = 0
+    output_bytes: int = 0
+    shuffle_read_bytes: int = 0
+    shuffle_write_bytes: int = 0
+
+    @property
+    def seconds(self) -> float:
+        """Wall-clock seconds from submission to completion."""
+        return (self.completed_ms - self.submitted_ms) / 1000
+
+    def describe(self) -> str:
+        """One line: duration, tasks and the bytes that moved."""
+        moved = [
+            (label, value)
+            for label, value in (
+                ("read", self.input_bytes),
+                ("shuffle read", self.shuffle_read_bytes),
+                ("shuffle write", self.shuffle_write_bytes),
+                ("write", self.output_bytes),
+            )
+            if value
+        ]
+        bytes_text = ", ".join(f"{label} {value / MIB:.1f} MiB" for label, value in moved)
+        return (
+            f"stage {self.stage_id}: {self.seconds:.2f} s, {self.tasks} task(s)"
+            + (f", {bytes_text}" if bytes_text else "")
+            + f" ({self.name})"
+        )
+
+
+@dataclass
+class NodeProfile:
+    """One dbt node's time and the Spark stages that ran during it."""
+
+    name: str
+    seconds: float
+    started_ms: int
+    completed_ms: int
+    stages: list[SparkStage] = field(default_factory=list)
+
+
+_METRICS = {
+    "internal.metrics.input.bytesRead": "input_bytes",
+    "internal.metrics.output.bytesWritten": "output_bytes",
+    "internal.metrics.shuffle.read.remoteBytesRead": "shuffle_read_bytes",
+    "internal.metrics.shuffle.read.localBytesRead": "shuffle_read_bytes",
+    "internal.metrics.shuffle.write.bytesWritten": "shuffle_write_bytes",
+}
+
+
+def read_stages(event_log: Path) -> list[SparkStage]:
+    """The completed stages recorded in one application's event log file."""
+    stages: list[SparkStage] = []
+    with event_log.open(encoding="utf-8") as lines:
+        for line in lines:
+            if '"SparkListenerStageCompleted"' not in line:
+                continue
+            info = json.loads(line)["Stage Info"]
+            if "Completion Time" not in info or "Submission Time" not in info:
+                continue
+            metrics: dict[str, int] = {}
+            for accumulable in info.get("Accumulables", []):
+                target = _METRICS.get(accumulable.get("Name", ""))
+                if target:
+                    metrics[target] = metrics.get(target, 0) + int(accumulable.get("Value", 0))
+            stages.append(
+                SparkStage(
+                    stage_id=info["Stage ID"],
+                    name=info.get("Stage Name", ""),
+                    submitted_ms=info["Submission Time"],
+                    completed_ms=info["Completion Time"],
+                    tasks=info.get("Number of Tasks", 0),
+                    **metrics,
+                )
+            )
+    return stages
+
+
+def _epoch_ms(moment: dt.datetime) -> int:
+    if moment.tzinfo is None:  # dbt records its timings in UTC
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def node_profiles(dbt_result: Any) -> list[NodeProfile]:
+    """Each executed dbt node with its execution window, from dbt's run results."""
+    profiles: list[NodeProfile] = []
+    for node_result in getattr(dbt_result, "results", None) or []:
+        windows = [t for t in node_result.timing if t.name == "execute" and t.started_at]
+        if not windows or not windows[0].completed_at:
+            continue
+        profiles.append(
+            NodeProfile(
+                name=node_result.node.name,
+                seconds=node_result.execution_time,
+                started_ms=_epoch_ms(windows[0].started_at),
+                completed_ms=_epoch_ms(windows[0].completed_at),
+            )
+        )
+    return profiles
+
+
+def attribute(nodes: list[NodeProfile], stages: list[SparkStage]) -> list[SparkStage]:
+    """Put each stage under the node running when it was submitted; returns the rest."""
+    unattributed: list[SparkStage] = []
+    for stage in sorted(stages, key=lambda s: s.submitted_ms):
+        owner = next(
+            (n for n in nodes if n.started_ms <= stage.submitted_ms <= n.completed_ms), None
+        )
+        if owner is None:
+            unattributed.append(stage)
+        else:
+            owner.stages.append(stage)
+    return unattributed
+
+
+def render(nodes: list[NodeProfile], unattributed: list[SparkStage], total_seconds: float) -> str:
+    """A markdown report: nodes by time, each with its slowest Spark stages."""
+    lines = [
+        f"# hashcdc run profile ({total_seconds:.1f} s in dbt, parse included)",
+        "",
+        "| dbt node | seconds | Spark stages | stage seconds |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    ordered = sorted(nodes, key=lambda n: n.seconds, reverse=True)
+    for node in ordered:
+        stage_seconds = sum(s.seconds for s in node.stages)
+        lines.append(
+            f"| {node.name} | {node.seconds:.2f} | {len(node.stages)} | {stage_seconds:.2f} |"
+        )
+    lines.append("")
+    for node in ordered:
+        if not node.stages:
+            continue
+        lines.append(f"{node.name}:")
+        slowest = sorted(node.stages, key=lambda s: s.seconds, reverse=True)
+        lines += [f"  - {stage.describe()}" for stage in slowest[:STAGES_SHOWN_PER_NODE]]
+        if len(slowest) > STAGES_SHOWN_PER_NODE:
+            rest = sum(s.seconds for s in slowest[STAGES_SHOWN_PER_NODE:])
+            lines.append(f"  - {len(slowest) - STAGES_SHOWN_PER_NODE} more: {rest:.2f} s")
+    if unattributed:
+        lines.append(
+            f"outside any node (parse, metadata): {len(unattributed)} stage(s), "
+            f"{sum(s.seconds for s in unattributed):.2f} s"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def event_log_file(event_log_dir: Path, application_id: str) -> Path | None:
+    """The event log of an application (Spark names the file after the application id)."""
+    for candidate in (application_id, f"{application_id}.inprogress"):
+        path = event_log_dir / candidate
+        if path.is_file():
+            return path
+    return None
