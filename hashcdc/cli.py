@@ -1,4 +1,4 @@
-"""The ``hashcdc`` command: validate, generate, run, query, demo, datagen, bench.
+"""The ``hashcdc`` command: validate, generate, run, replay, query, demo, datagen, bench.
 
 Run it from the project folder, like dbt. Every user-facing failure is one message on
 stderr and a non-zero exit status, never a stack trace.
@@ -19,6 +19,7 @@ from typing import Any
 from hashcdc import generate
 from hashcdc.config import load_table_configs
 from hashcdc.errors import HashcdcError
+from hashcdc.lock import table_locks
 from hashcdc.project import (
     business_date_vars,
     dbt_args,
@@ -64,7 +65,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ensure_generated(project_dir: Path, names: Sequence[str]) -> None:
+def _ensure_generated(project_dir: Path, names: Sequence[str]) -> list[str]:
+    """Check the named tables exist and the models match tables/; returns all table names."""
     tables = load_table_configs(project_dir / "tables")
     known = {t.name for t in tables}
     unknown = [n for n in names if n not in known]
@@ -78,11 +80,12 @@ def _ensure_generated(project_dir: Path, names: Sequence[str]) -> None:
             "the models are out of date with tables/ (run `hashcdc generate` first):\n"
             + "\n".join(f"  - {p}" for p in problems)
         )
+    return sorted(known)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     project_dir = find_project_dir(args.project_dir)
-    _ensure_generated(project_dir, args.select or [])
+    tables = _ensure_generated(project_dir, args.select or [])
     extra = [
         "--vars",
         business_date_vars(args.date, args.allow_mass_delete),
@@ -96,13 +99,54 @@ def _cmd_run(args: argparse.Namespace) -> int:
         event_log_dir.mkdir(parents=True, exist_ok=True)
         os.environ["HASHCDC_EVENT_LOG"] = "true"
         os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
-    started = time.perf_counter()
-    result = invoke_dbt(dbt_args("build", project_dir, extra))
-    if args.profile:
-        _print_profile(project_dir, result, time.perf_counter() - started)
+    spark = spark_session(project_dir, args.target)
+    with table_locks(spark, args.select or tables):
+        started = time.perf_counter()
+        result = invoke_dbt(dbt_args("build", project_dir, extra))
+        if args.profile:
+            _print_profile(project_dir, result, time.perf_counter() - started)
     if not result.success:
         print(f"hashcdc run --date {args.date}: failed (see the dbt output above)", file=sys.stderr)
         return 1
+    return 0
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    """Re-run ``--from`` and every later processed date, in order, from the landing files."""
+    from hashcdc.replay import replay_plan
+
+    project_dir = find_project_dir(args.project_dir)
+    tables = args.select or _ensure_generated(project_dir, [])
+    if args.select:
+        _ensure_generated(project_dir, tables)
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    target = ["--target", args.target] if args.target else []
+    with table_locks(spark, tables):
+        plan = replay_plan(spark, tables, args.from_date)
+        if not plan:
+            print(f"hashcdc replay: no processed date on or after {args.from_date}; nothing to do")
+            return 0
+        dates = sorted(plan)
+        print(f"hashcdc replay: {len(dates)} date(s) from {dates[0]} to {dates[-1]}")
+        for business_date in dates:
+            # The last date runs as a normal run: in order again, and it prunes snapshots.
+            replaying = business_date != dates[-1]
+            extra = [
+                "--vars",
+                business_date_vars(business_date, args.allow_mass_delete, replay=replaying),
+                *table_selector(plan[business_date]),
+                *target,
+            ]
+            if not invoke_dbt(dbt_args("build", project_dir, extra)).success:
+                print(
+                    f"hashcdc replay: stopped at {business_date} (see the dbt output above); "
+                    f"the dates before it are recomputed. Fix the cause and run `hashcdc "
+                    f"replay --from {business_date}`.",
+                    file=sys.stderr,
+                )
+                return 1
+    print(f"hashcdc replay: recomputed {', '.join(dates)}")
     return 0
 
 
@@ -265,6 +309,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept full extracts that delete more than the table's max_delete_fraction",
     )
 
+    replay = sub.add_parser(
+        "replay", help="recompute a date and every later processed date, in order"
+    )
+    replay.add_argument(
+        "--from", dest="from_date", required=True, type=_date, help="first date, YYYY-MM-DD"
+    )
+    replay.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    replay.add_argument("--target", help="profile target (default: local)")
+    replay.add_argument(
+        "--allow-mass-delete",
+        action="store_true",
+        help="accept full extracts that delete more than the table's max_delete_fraction",
+    )
+
     query = sub.add_parser("query", help="run Spark SQL; CSV with a header on stdout")
     query.add_argument("sql")
     query.add_argument("--target", help="profile target (default: local)")
@@ -322,6 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "validate": _cmd_validate,
         "generate": _cmd_generate,
         "run": _cmd_run,
+        "replay": _cmd_replay,
         "query": _cmd_query,
         "datagen": _cmd_datagen,
         "bench": _cmd_bench,

@@ -99,6 +99,9 @@ class TableConfig:
     description: str = ""
     expected_counts_seed: str | None = None
     max_delete_fraction: float = 0.5
+    max_reject_fraction: float = 0.01
+    max_rejects: int | None = None
+    duplicates_keep_last_by: str | None = None
     config_file: str = ""
 
     @property
@@ -306,6 +309,9 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         "delimiter",
         "expected_counts_seed",
         "max_delete_fraction",
+        "max_reject_fraction",
+        "max_rejects",
+        "duplicates_keep_last_by",
     }
     for unknown in sorted(set(raw) - known):
         problems.add(unknown, f"unknown field (allowed: {', '.join(sorted(known))})")
@@ -353,6 +359,35 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
             f"must be a number from 0 to 1 (1 turns the guard off), got {max_delete_fraction!r}",
         )
         max_delete_fraction = 0.5
+    # Only a count given: the count alone limits the rejects. Neither: 1% of the rows.
+    default_fraction = 1.0 if "max_rejects" in raw else 0.01
+    max_reject_fraction = raw.get("max_reject_fraction", default_fraction)
+    if (
+        isinstance(max_reject_fraction, bool)
+        or not isinstance(max_reject_fraction, (int, float))
+        or not 0 <= max_reject_fraction <= 1
+    ):
+        problems.add(
+            "max_reject_fraction",
+            f"must be a number from 0 (no rejects allowed) to 1, got {max_reject_fraction!r}",
+        )
+        max_reject_fraction = 0.01
+    max_rejects = raw.get("max_rejects")
+    if max_rejects is not None and (
+        isinstance(max_rejects, bool) or not isinstance(max_rejects, int) or max_rejects < 0
+    ):
+        problems.add("max_rejects", f"must be a whole number >= 0, got {max_rejects!r}")
+        max_rejects = None
+    keep_last_by = raw.get("duplicates_keep_last_by")
+    if keep_last_by is not None:
+        names = {c.name: c for c in columns}
+        if keep_last_by not in names:
+            problems.add(
+                "duplicates_keep_last_by",
+                f"must name a configured column, got {keep_last_by!r}",
+            )
+        elif names[keep_last_by].key:
+            problems.add("duplicates_keep_last_by", "must be a non-key column")
     if problems.items:
         return None, problems.items
     config = TableConfig(
@@ -363,6 +398,9 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         description=str(raw.get("description", "") or ""),
         expected_counts_seed=seed,
         max_delete_fraction=float(max_delete_fraction),
+        max_reject_fraction=float(max_reject_fraction),
+        max_rejects=max_rejects,
+        duplicates_keep_last_by=keep_last_by,
         config_file=file,
     )
     return config, []

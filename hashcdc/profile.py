@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,31 +80,41 @@ _METRICS = {
 }
 
 
+def _event_lines(event_log: Path) -> Iterator[str]:
+    """The lines of an event log: one file, or the parts of a rolling log's folder."""
+    if event_log.is_dir():
+        parts = sorted(event_log.glob("events_*"), key=lambda p: int(p.name.split("_")[1]))
+    else:
+        parts = [event_log]
+    for part in parts:
+        with part.open(encoding="utf-8") as lines:
+            yield from lines
+
+
 def read_stages(event_log: Path) -> list[SparkStage]:
-    """The completed stages recorded in one application's event log file."""
+    """The completed stages recorded in one application's event log."""
     stages: list[SparkStage] = []
-    with event_log.open(encoding="utf-8") as lines:
-        for line in lines:
-            if '"SparkListenerStageCompleted"' not in line:
-                continue
-            info = json.loads(line)["Stage Info"]
-            if "Completion Time" not in info or "Submission Time" not in info:
-                continue
-            metrics: dict[str, int] = {}
-            for accumulable in info.get("Accumulables", []):
-                target = _METRICS.get(accumulable.get("Name", ""))
-                if target:
-                    metrics[target] = metrics.get(target, 0) + int(accumulable.get("Value", 0))
-            stages.append(
-                SparkStage(
-                    stage_id=info["Stage ID"],
-                    name=info.get("Stage Name", ""),
-                    submitted_ms=info["Submission Time"],
-                    completed_ms=info["Completion Time"],
-                    tasks=info.get("Number of Tasks", 0),
-                    **metrics,
-                )
+    for line in _event_lines(event_log):
+        if '"SparkListenerStageCompleted"' not in line:
+            continue
+        info = json.loads(line)["Stage Info"]
+        if "Completion Time" not in info or "Submission Time" not in info:
+            continue
+        metrics: dict[str, int] = {}
+        for accumulable in info.get("Accumulables", []):
+            target = _METRICS.get(accumulable.get("Name", ""))
+            if target:
+                metrics[target] = metrics.get(target, 0) + int(accumulable.get("Value", 0))
+        stages.append(
+            SparkStage(
+                stage_id=info["Stage ID"],
+                name=info.get("Stage Name", ""),
+                submitted_ms=info["Submission Time"],
+                completed_ms=info["Completion Time"],
+                tasks=info.get("Number of Tasks", 0),
+                **metrics,
             )
+        )
     return stages
 
 
@@ -114,18 +125,19 @@ def _epoch_ms(moment: dt.datetime) -> int:
 
 
 def node_profiles(dbt_result: Any) -> list[NodeProfile]:
-    """Each executed dbt node with its execution window, from dbt's run results."""
+    """Each executed dbt node with its compile-and-execute window, from dbt's run results."""
     profiles: list[NodeProfile] = []
     for node_result in getattr(dbt_result, "results", None) or []:
-        windows = [t for t in node_result.timing if t.name == "execute" and t.started_at]
-        if not windows or not windows[0].completed_at:
+        # Compile counts too: the hashcdc guards query the state while the SQL is rendered.
+        windows = [t for t in node_result.timing if t.started_at and t.completed_at]
+        if not windows:
             continue
         profiles.append(
             NodeProfile(
                 name=node_result.node.name,
                 seconds=node_result.execution_time,
-                started_ms=_epoch_ms(windows[0].started_at),
-                completed_ms=_epoch_ms(windows[0].completed_at),
+                started_ms=min(_epoch_ms(t.started_at) for t in windows),
+                completed_ms=max(_epoch_ms(t.completed_at) for t in windows),
             )
         )
     return profiles
@@ -178,9 +190,13 @@ def render(nodes: list[NodeProfile], unattributed: list[SparkStage], total_secon
 
 
 def event_log_file(event_log_dir: Path, application_id: str) -> Path | None:
-    """The event log of an application (Spark names the file after the application id)."""
-    for candidate in (application_id, f"{application_id}.inprogress"):
+    """The event log of an application: a file named after it, or a rolling log's folder."""
+    for candidate in (
+        f"eventlog_v2_{application_id}",
+        application_id,
+        f"{application_id}.inprogress",
+    ):
         path = event_log_dir / candidate
-        if path.is_file():
+        if path.exists():
             return path
     return None

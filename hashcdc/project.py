@@ -65,11 +65,19 @@ def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list
     ]
 
 
-def business_date_vars(business_date: str, allow_mass_delete: bool = False) -> str:
-    """The ``--vars`` argument for one business date."""
+def business_date_vars(
+    business_date: str, allow_mass_delete: bool = False, replay: bool = False
+) -> str:
+    """The ``--vars`` argument for one business date.
+
+    ``replay`` lets a date older than the latest processed one run (and keeps every state
+    snapshot until the replay's last date): only ``hashcdc replay`` sets it.
+    """
     values: dict[str, Any] = {"business_date": business_date}
     if allow_mass_delete:
         values["hashcdc_allow_mass_delete"] = True
+    if replay:
+        values["hashcdc_replay"] = True
     return json.dumps(values)
 
 

@@ -21,7 +21,16 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DateType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.errors import HashcdcError, InputDataError
@@ -30,6 +39,12 @@ from hashcdc.hashing import with_row_hashes
 SOURCE_FILE_COLUMN = "_source_file"
 ROW_ERRORS_COLUMN = "_row_errors"
 CORRUPT_RECORD_COLUMN = "_corrupt_record"
+RAW_VALUES_COLUMN = "_raw_values"
+RAW_LINE_COLUMN = "_raw_line"
+BLOCK_START_COLUMN = "_block_start"
+ROW_ID_COLUMN = "_row_id"
+# Kept in the stage for rejected rows only (null otherwise): where the row came from.
+REJECT_DETAIL_COLUMNS = (RAW_VALUES_COLUMN, RAW_LINE_COLUMN, BLOCK_START_COLUMN, ROW_ID_COLUMN)
 MAX_REPORTED_ROWS = 10
 # Spark's CSV reader reports an unquoted empty field as its nullValue and a quoted empty
 # field ("") as "". With this marker (never in real data) as nullValue, `a,,b` reads as
@@ -165,6 +180,8 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
             *selected,
             F.lit(None).cast("string").alias(CORRUPT_RECORD_COLUMN),
             F.col("_metadata.file_path").alias(SOURCE_FILE_COLUMN),
+            F.lit(0).cast("bigint").alias(BLOCK_START_COLUMN),
+            F.col("_metadata.row_index").alias(ROW_ID_COLUMN),
         )
     options = table.source.csv
     schema = StructType(
@@ -184,7 +201,14 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
         .option("columnNameOfCorruptRecord", CORRUPT_RECORD_COLUMN)
         .csv(files)
     )
-    return frame.withColumn(SOURCE_FILE_COLUMN, F.col("_metadata.file_path"))
+    # Where each row sits, cheaply: the split it was read from and an id that grows
+    # within the split. Line numbers are derived from them only for rejected rows.
+    return frame.select(
+        "*",
+        F.col("_metadata.file_path").alias(SOURCE_FILE_COLUMN),
+        F.col("_metadata.file_block_start").alias(BLOCK_START_COLUMN),
+        F.monotonically_increasing_id().alias(ROW_ID_COLUMN),
+    )
 
 
 def _typed_value(raw: Column, column: ColumnConfig) -> Column:
@@ -236,9 +260,7 @@ def _column_message(raw: Column, typed: Column, column: ColumnConfig) -> Column:
     return message
 
 
-def _typed_with_errors(
-    raw: DataFrame, table: TableConfig, keep: tuple[str, ...] = (SOURCE_FILE_COLUMN,)
-) -> DataFrame:
+def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
     typed = {c.name: _typed_value(F.col(c.name), c) for c in table.columns}
     is_malformed = F.col(CORRUPT_RECORD_COLUMN).isNotNull()
     has_errors = is_malformed
@@ -260,7 +282,49 @@ def _typed_with_errors(
     return raw.select(
         *[typed[c.name].alias(c.name) for c in table.columns],
         F.when(has_errors, messages).alias(ROW_ERRORS_COLUMN),
-        *[F.col(name) for name in keep],
+        F.when(has_errors, _values_map(table)).alias(RAW_VALUES_COLUMN),
+        F.col(CORRUPT_RECORD_COLUMN).alias(RAW_LINE_COLUMN),
+        F.col(SOURCE_FILE_COLUMN),
+        F.col(BLOCK_START_COLUMN),
+        F.col(ROW_ID_COLUMN),
+    )
+
+
+def _values_map(table: TableConfig) -> Column:
+    """Column name -> the value as text, of the frame it is selected from (raw or typed)."""
+    names = F.array(*[F.lit(c.name) for c in table.columns])
+    values = F.array(*[F.col(c.name).cast("string") for c in table.columns])
+    return F.map_from_arrays(names, values)
+
+
+def _mark_superseded_duplicates(frame: DataFrame, table: TableConfig) -> DataFrame:
+    """Reject all but the last row of each key, by ``duplicates_keep_last_by``.
+
+    Rows that share the latest value cannot be told apart: all of them are rejected, so
+    the key keeps its previous state rather than an arbitrary one of them.
+    """
+    order_by = F.col(str(table.duplicates_keep_last_by))
+    accepted = F.col(ROW_ERRORS_COLUMN).isNull()
+    per_key = Window.partitionBy("keyhash", accepted)
+    latest = frame.withColumn("__latest", F.max(order_by).over(per_key))
+    is_latest = order_by.eqNullSafe(F.col("__latest"))
+    counted = latest.withColumn("__rows", F.count(F.lit(1)).over(per_key)).withColumn(
+        "__latest_rows", F.sum(F.when(is_latest, 1).otherwise(0)).over(per_key)
+    )
+    name = table.duplicates_keep_last_by
+    reason = F.when(~is_latest, F.lit(f"duplicate key: a row with a later '{name}' wins")).when(
+        F.col("__latest_rows") > 1,
+        F.lit(f"duplicate key: several rows share the latest '{name}'; none is taken"),
+    )
+    superseded = accepted & (F.col("__rows") > 1) & reason.isNotNull()
+    return counted.select(
+        *[c for c in frame.columns if c not in (ROW_ERRORS_COLUMN, RAW_VALUES_COLUMN)],
+        F.when(superseded, F.array(reason))
+        .otherwise(F.col(ROW_ERRORS_COLUMN))
+        .alias(ROW_ERRORS_COLUMN),
+        F.when(superseded, _values_map(table))
+        .otherwise(F.col(RAW_VALUES_COLUMN))
+        .alias(RAW_VALUES_COLUMN),
     )
 
 
@@ -303,6 +367,9 @@ def typecast_and_hash(
     check_header(spark, table, files)
     typed = _typed_with_errors(_raw_reader(spark, table, files), table)
     hashed = with_row_hashes(typed, list(table.key_columns), list(table.compared_columns))
+    if table.duplicates_keep_last_by:
+        hashed = _mark_superseded_duplicates(hashed, table)
+    rejected = F.col(ROW_ERRORS_COLUMN).isNotNull()
     return hashed.select(
         *[F.col(c.name) for c in table.columns],
         "keyhash",
@@ -310,25 +377,106 @@ def typecast_and_hash(
         F.lit(date).cast("date").alias("business_date"),
         F.col(SOURCE_FILE_COLUMN),
         F.col(ROW_ERRORS_COLUMN),
+        *[F.when(rejected, F.col(name)).alias(name) for name in REJECT_DETAIL_COLUMNS],
     )
 
 
-def _failing_rows(spark: SparkSession, table: TableConfig, files: list[str]) -> list[Any]:
-    """Re-read the extract with row numbers and return the first failing rows."""
-    raw = _raw_reader(spark, table, files).withColumn(
-        "_read_order", F.monotonically_increasing_id()
+REJECTS_SCHEMA = StructType(
+    [
+        StructField("source_file", StringType(), True),
+        StructField("row_number", LongType(), True),
+        StructField("line_number", LongType(), True),
+        StructField("reasons", ArrayType(StringType()), True),
+        StructField("raw_values", MapType(StringType(), StringType()), True),
+        StructField("raw_line", StringType(), True),
+        StructField("keyhash", BinaryType(), True),
+        StructField("business_date", DateType(), True),
+    ]
+)
+
+
+def _with_row_numbers(
+    spark: SparkSession, table: TableConfig, date: str, rejected: DataFrame
+) -> DataFrame:
+    """Add ``_row_number`` (1-based, within its file) and ``_line_number`` to rejected rows.
+
+    A CSV row's number is the rows in earlier splits of its file plus its position in its
+    own split. The counts per split come from re-reading the date's files exactly as the
+    stage did (same files, same options: same splits and row ids); it reads no column, and
+    it only happens when rows were rejected.
+    """
+    if table.source.format == "parquet":
+        return rejected.select(
+            "*",
+            (F.col(ROW_ID_COLUMN) + 1).alias("_row_number"),
+            F.lit(None).cast("bigint").alias("_line_number"),
+        )
+    files = _input_files(spark, resolve_source_path(table, date))
+    splits = (
+        _raw_reader(spark, table, files)
+        .groupBy(SOURCE_FILE_COLUMN, BLOCK_START_COLUMN)
+        .agg(F.min(ROW_ID_COLUMN).alias("_first_row_id"), F.count(F.lit(1)).alias("_rows"))
     )
-    # Within one file, Spark reads splits in offset order and numbers rows increasingly.
-    numbered = raw.withColumn(
-        "_row_number",
-        F.row_number().over(Window.partitionBy(SOURCE_FILE_COLUMN).orderBy("_read_order")),
+    earlier = Window.partitionBy(SOURCE_FILE_COLUMN).orderBy(BLOCK_START_COLUMN)
+    offsets = splits.select(
+        SOURCE_FILE_COLUMN,
+        BLOCK_START_COLUMN,
+        "_first_row_id",
+        (F.sum("_rows").over(earlier) - F.col("_rows")).alias("_rows_before"),
     )
-    checked = _typed_with_errors(numbered, table, keep=(SOURCE_FILE_COLUMN, "_row_number"))
-    return (
-        checked.where(F.col(ROW_ERRORS_COLUMN).isNotNull())
-        .orderBy(SOURCE_FILE_COLUMN, "_row_number")
-        .limit(MAX_REPORTED_ROWS)
-        .collect()
+    row_number = F.col("_rows_before") + F.col(ROW_ID_COLUMN) - F.col("_first_row_id") + 1
+    header_lines = 1 if table.source.csv["header"] else 0
+    # Quoted line breaks make a row span lines: then only the row number is exact.
+    line_number = (
+        F.lit(None).cast("bigint")
+        if table.source.csv.get("multiline")
+        else row_number + header_lines
+    )
+    return rejected.join(F.broadcast(offsets), [SOURCE_FILE_COLUMN, BLOCK_START_COLUMN]).select(
+        *rejected.columns,
+        row_number.alias("_row_number"),
+        line_number.alias("_line_number"),
+    )
+
+
+def rejected_rows(
+    spark: SparkSession, stage: DataFrame, table_data: dict[str, Any], business_date: Any
+) -> DataFrame:
+    """The rows of a date's stage that were not loaded, for ``<table>_rejects``.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The active session.
+    stage : DataFrame
+        The stage table ``stg_<table>`` as written for the date.
+    table_data : dict
+        The table config as embedded by ``hashcdc generate``.
+    business_date : str
+        ``YYYY-MM-DD``.
+
+    Returns
+    -------
+    DataFrame
+        One row per rejected row (``REJECTS_SCHEMA``): file, row and line number, reasons,
+        the raw values (or raw line for malformed rows) and the keyhash when it has one.
+
+    """
+    table = TableConfig.from_dict(table_data)
+    date = parse_business_date(business_date)
+    rejected = stage.where(F.col(ROW_ERRORS_COLUMN).isNotNull())
+    if rejected.isEmpty():
+        return spark.createDataFrame([], REJECTS_SCHEMA)
+    numbered = _with_row_numbers(spark, table, date, rejected)
+    return numbered.select(
+        F.col(SOURCE_FILE_COLUMN).alias("source_file"),
+        F.col("_row_number").alias("row_number"),
+        F.col("_line_number").alias("line_number"),
+        F.col(ROW_ERRORS_COLUMN).alias("reasons"),
+        F.col(RAW_VALUES_COLUMN).alias("raw_values"),
+        F.col(RAW_LINE_COLUMN).alias("raw_line"),
+        "keyhash",
+        F.lit(date).cast("date").alias("business_date"),
     )
 
 
@@ -382,21 +530,58 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     """
     table = TableConfig.from_dict(dbt.config.meta_get("hashcdc_table"))
     date = parse_business_date(dbt.config.meta_get("business_date"))
-    bad_count = written.where(F.col(ROW_ERRORS_COLUMN).isNotNull()).count()
-    if bad_count == 0:
-        _fail_on_duplicate_keys(table, date, written)
+    counts = written.agg(
+        F.count(F.lit(1)).alias("rows"), F.count(ROW_ERRORS_COLUMN).alias("rejected")
+    ).first()
+    total, rejected = int(counts["rows"]), int(counts["rejected"])
+    if rejected:
+        _check_reject_limits(spark, table, date, written, rejected, total)
+    if not table.duplicates_keep_last_by:
+        _fail_on_duplicate_keys(table, date, written.where(F.col(ROW_ERRORS_COLUMN).isNull()))
+
+
+def reject_limit_exceeded(table: TableConfig, rejected: int, total: int) -> str | None:
+    """Which configured limit ``rejected`` of ``total`` rows exceeds, in words; or None."""
+    if table.max_rejects is not None and rejected > table.max_rejects:
+        return f"more than max_rejects ({table.max_rejects})"
+    if rejected > total * table.max_reject_fraction:
+        return f"more than max_reject_fraction ({table.max_reject_fraction:.1%} of the rows)"
+    return None
+
+
+def _check_reject_limits(
+    spark: SparkSession,
+    table: TableConfig,
+    date: str,
+    written: DataFrame,
+    rejected: int,
+    total: int,
+) -> None:
+    """Stop the run when the rejects exceed the table's limits; otherwise say how many."""
+    exceeded = reject_limit_exceeded(table, rejected, total)
+    if exceeded is None:
+        print(
+            f"hashcdc: table '{table.name}', business date {date}: {rejected} of {total} "
+            f"row(s) rejected, kept in {table.name}_rejects; the rest is processed."
+        )
         return
-    files = _input_files(spark, resolve_source_path(table, date))
-    header_lines = 1 if table.source.format == "csv" and table.source.csv["header"] else 0
+    examples = (
+        _with_row_numbers(spark, table, date, written.where(F.col(ROW_ERRORS_COLUMN).isNotNull()))
+        .orderBy(SOURCE_FILE_COLUMN, "_row_number")
+        .limit(MAX_REPORTED_ROWS)
+        .collect()
+    )
     lines = []
-    for row in _failing_rows(spark, table, files):
+    for row in examples:
         where = f"{row[SOURCE_FILE_COLUMN]} row {row['_row_number']}"
-        if table.source.format == "csv":
-            where += f" (line {row['_row_number'] + header_lines})"
+        if row["_line_number"] is not None:
+            where += f" (line {row['_line_number']})"
         lines.append(f"  - {where}: {'; '.join(row[ROW_ERRORS_COLUMN])}")
     raise InputDataError(
-        f"table '{table.name}', business date {date}: {bad_count} row(s) of the extract "
-        "cannot be loaded; nothing was written to the state or history.\n"
+        f"table '{table.name}', business date {date}: {rejected} row(s) of the extract "
+        f"cannot be loaded ({rejected / max(total, 1):.1%} of {total}), {exceeded} in "
+        f"{table.config_file}; nothing was written to the state or history.\n"
         + "\n".join(lines)
-        + f"\nFix the extract (or the column types in {table.config_file}) and re-run the date."
+        + f"\nFix the extract (or the column types in {table.config_file}) and re-run the "
+        "date; raise the limit only if these rows may be quarantined."
     )

@@ -28,8 +28,17 @@ incoming as (
         keyhash,
         nonkeyhash
     from {{ incoming }}
-    where business_date = date'{{ business_date }}'
+    where business_date = date'{{ business_date }}' and _row_errors is null
 ),
+{%- if extract_type == 'full' %}
+
+rejected_keys as (
+    {#- Keys whose row was rejected are kept as they were (X), not deleted. #}
+    select distinct keyhash
+    from {{ incoming }}
+    where business_date = date'{{ business_date }}' and _row_errors is not null
+),
+{%- endif %}
 
 previous_state as (
     {%- if previous_date is none %}
@@ -53,14 +62,18 @@ previous_state as (
 ),
 
 compared as (
-    {#- A hash join per bucket: both sides arrive bucketed by keyhash, and building a hash
-        table of one bucket is cheaper than sorting both (docs/performance.md). #}
-    select /*+ shuffle_hash(previous_state) */
+    {#- Both sides arrive bucketed by keyhash: the join needs no exchange. #}
+    select {{ "/*+ broadcast(rejected_keys) */" if extract_type == 'full' }}
         incoming.keyhash as incoming_keyhash,
         incoming.nonkeyhash as incoming_nonkeyhash,
         previous_state.keyhash as previous_keyhash,
         previous_state.nonkeyhash as previous_nonkeyhash,
         previous_state.eff_start_date as previous_eff_start_date,
+        {%- if extract_type == 'full' %}
+        rejected_keys.keyhash is not null as is_rejected_key,
+        {%- else %}
+        false as is_rejected_key,
+        {%- endif %}
         struct(
             {{ hashcdc._column_list(columns, 'incoming', indent=12) }}
         ) as incoming_row,
@@ -70,12 +83,17 @@ compared as (
     from incoming
     full outer join previous_state
         on incoming.keyhash = previous_state.keyhash
+    {%- if extract_type == 'full' %}
+    left join rejected_keys
+        on previous_state.keyhash = rejected_keys.keyhash
+    {%- endif %}
 ),
 
 operations_tagged as (
     select
         case
             when previous_keyhash is null then 'I'
+            when incoming_keyhash is null and is_rejected_key then 'X'
             when incoming_keyhash is null then '{{ missing_operation }}'
             when incoming_nonkeyhash != previous_nonkeyhash then 'U'
             else 'N'

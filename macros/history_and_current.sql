@@ -64,7 +64,7 @@ select * from current_rows
 
 {% macro default__prune_state_snapshots(state, keep) %}
     {#- Drop all but the `keep` most recent dated snapshots of a state table (post-hook). -#}
-    {%- if not execute -%}
+    {%- if not execute or hashcdc.is_replay() -%}
         {{ return('') }}
     {%- endif -%}
     {%- if keep | int < 2 -%}
@@ -84,4 +84,20 @@ select * from current_rows
             ~ snapshot_date ~ "')") -%}
     {%- endfor -%}
     {{ return('') }}
+{% endmacro %}
+
+
+{% macro clear_business_date_partition(relation) %}
+    {{ return(adapter.dispatch('clear_business_date_partition', 'hashcdc')(relation)) }}
+{% endmacro %}
+
+{% macro default__clear_business_date_partition(relation) %}
+    {#- Pre-hook: drop the date's partition before it is rewritten, so that a re-run (or a
+        replay) that produces no rows for the date leaves none behind; insert overwrite
+        alone only replaces partitions that receive rows. -#}
+    {%- if not execute or load_relation(relation) is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {{ return("alter table " ~ relation ~ " drop if exists partition (business_date = '"
+        ~ hashcdc.business_date() ~ "')") }}
 {% endmacro %}

@@ -59,7 +59,7 @@
 {% endmacro %}
 
 {% macro default__assert_business_date_in_order(state, business_date, table_name) %}
-    {%- if not hashcdc._is_writing_command() -%}
+    {%- if not hashcdc._is_writing_command() or hashcdc.is_replay() -%}
         {{ return(none) }}
     {%- endif -%}
     {%- set latest = hashcdc._single_value(
@@ -69,8 +69,8 @@
             "table '" ~ table_name ~ "': business date " ~ business_date
             ~ " is older than the latest processed date " ~ latest
             ~ "; processing it now would rewrite history out of order. Nothing was written. "
-            ~ "Run the dates after " ~ latest ~ " instead; recomputing past dates (replay) "
-            ~ "is not available yet.") }}
+            ~ "Run the dates after " ~ latest ~ " instead, or recompute from this date on "
+            ~ "with `hashcdc replay --from " ~ business_date ~ "`.") }}
     {%- endif -%}
 {% endmacro %}
 
@@ -88,7 +88,8 @@
         {{ return('') }}
     {%- endif -%}
     {%- set counts = run_query(
-        "select count(*), count_if(incoming.keyhash is null) from " ~ state ~ " as previous_state"
+        "select /*+ shuffle_hash(incoming) */ count(*), count_if(incoming.keyhash is null)"
+        ~ " from " ~ state ~ " as previous_state"
         ~ " left join (select keyhash from " ~ incoming ~ " where business_date = date'"
         ~ business_date ~ "') as incoming on previous_state.keyhash = incoming.keyhash"
         ~ " where previous_state.business_date = date'" ~ previous_date ~ "'"
@@ -131,4 +132,11 @@
             ~ "drop table " ~ state ~ " and run the latest date again (its full extract becomes "
             ~ "the first load), or use the hashcdc release that wrote it.") }}
     {%- endif -%}
+{% endmacro %}
+
+
+{% macro is_replay() %}
+    {#- Whether `hashcdc replay` runs this date (var hashcdc_replay): dates may then be older
+        than the latest processed one, and state snapshots are not pruned until its last date. -#}
+    {{ return(var('hashcdc_replay', false) | string | lower == 'true') }}
 {% endmacro %}

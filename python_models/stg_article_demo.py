@@ -13,5 +13,6 @@ def model(dbt, session):
     )
 
 
-# Called by the hashcdc adapter after the table is written: fails on rows that do not load.
+# Called by the hashcdc adapter after the table is written: stops the run when rejected
+# rows exceed the table's limits, or a key occurs twice.
 validate = validate_stage

@@ -4,7 +4,8 @@
         materialized='incremental',
         incremental_strategy='insert_overwrite',
         partition_by=['business_date'],
-        full_refresh=false
+        full_refresh=false,
+        pre_hook="{{ hashcdc.clear_business_date_partition(this) }}"
     )
 }}
 

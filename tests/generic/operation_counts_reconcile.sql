@@ -2,10 +2,11 @@
 {#-
     For the business date being run (or the latest one when none is given), the
     operation counts of a state snapshot must reconcile with its inputs:
-      incoming rows                 = I + U + N
-      previous state rows           = U + N + D (full)   /  U + N + X (delta)
+      loaded incoming rows           = I + U + N
+      previous state rows            = U + N + D + X
       new state rows (I + U + N + X) = previous state rows + I - D
-    and a full extract never tags X, a delta extract never tags D.
+    a delta extract never tags D, and a full extract tags X only for keys whose row was
+    rejected (kept as they were): X <= rejected rows.
     Fails with one row per broken rule.
 -#}
 {%- set requested = var('business_date', none) -%}
@@ -16,8 +17,6 @@
     {%- set business_date = hashcdc.business_date() -%}
 {%- endif -%}
 {%- set previous_date = hashcdc.previous_state_date(model, business_date) -%}
-{%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}
-{%- set unexpected_operation = 'X' if extract_type == 'full' else 'D' -%}
 with
 
 snapshot as (
@@ -30,14 +29,17 @@ operation_counts as (
         count_if(operation = 'I') as inserted,
         count_if(operation = 'U') as updated,
         count_if(operation = 'N') as unchanged,
-        count_if(operation = '{{ missing_operation }}') as missing,
-        count_if(operation = '{{ unexpected_operation }}') as unexpected,
+        count_if(operation = 'D') as deleted,
+        count_if(operation = 'X') as not_supplied,
         count_if(operation != 'D') as new_state_rows
     from snapshot
 ),
 
 incoming_rows as (
-    select count(*) as row_count from {{ incoming }}
+    select
+        count_if(_row_errors is null) as row_count,
+        count_if(_row_errors is not null) as rejected_count
+    from {{ incoming }}
     where business_date = date'{{ business_date }}'
 ),
 
@@ -52,29 +54,36 @@ previous_state_rows as (
 
 rules as (
     select
-        'incoming rows = I + U + N' as rule,
+        'loaded incoming rows = I + U + N' as rule,
         incoming_rows.row_count as expected,
         inserted + updated + unchanged as actual
     from operation_counts cross join incoming_rows
     union all
     select
-        'previous state rows = U + N + {{ missing_operation }}' as rule,
+        'previous state rows = U + N + D + X' as rule,
         previous_state_rows.row_count as expected,
-        updated + unchanged + missing as actual
+        updated + unchanged + deleted + not_supplied as actual
     from operation_counts cross join previous_state_rows
     union all
     select
-        'new state rows = previous state rows + I{{ " - D" if extract_type == "full" else "" }}' as rule,
-        previous_state_rows.row_count + inserted
-        {%- if extract_type == 'full' %} - missing{% endif %} as expected,
+        'new state rows = previous state rows + I - D' as rule,
+        previous_state_rows.row_count + inserted - deleted as expected,
         new_state_rows as actual
     from operation_counts cross join previous_state_rows
     union all
+    {%- if extract_type == 'full' %}
     select
-        'no {{ unexpected_operation }} rows in a {{ extract_type }} extract' as rule,
+        'X rows <= rejected rows in a full extract' as rule,
+        least(not_supplied, rejected_count) as expected,
+        not_supplied as actual
+    from operation_counts cross join incoming_rows
+    {%- else %}
+    select
+        'no D rows in a delta extract' as rule,
         0 as expected,
-        unexpected as actual
+        deleted as actual
     from operation_counts
+    {%- endif %}
 ),
 
 broken_rules as (

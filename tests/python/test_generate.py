@@ -33,6 +33,7 @@ def test_generated_models_are_thin_macro_calls(tmp_path: Path) -> None:
     assert {p.as_posix() for p in changed} == {
         "python_models/stg_orders.py",
         "python_models/stg_orders.yml",
+        "python_models/orders_rejects.py",
         "models/orders/orders_state.sql",
         "models/orders/orders_current.sql",
         "models/orders/orders_history.sql",
@@ -44,6 +45,8 @@ def test_generated_models_are_thin_macro_calls(tmp_path: Path) -> None:
     assert len(state.splitlines()) < 25
     stage = (project / "python_models/stg_orders.py").read_text()
     assert "typecast_and_hash" in stage and len(stage.splitlines()) < 25
+    rejects = (project / "python_models/orders_rejects.py").read_text()
+    assert "rejected_rows(" in rejects and len(rejects.splitlines()) < 25
     # Writing again changes nothing.
     assert generate.write(project, load_table_configs(project / "tables")) == []
 

@@ -4,7 +4,9 @@
     depend on another adapter win over it) so that:
       - the default file format is parquet, not delta;
       - `buckets` and `clustered_by` are honoured (bucketed parquet, no shuffle needed:
-        each task writes its rows into every bucket's file);
+        each task writes its rows into every bucket's file), and so is `partition_by`
+        (incremental Python models: dbt-spark's materialization then inserts the
+        temporary table's partitions);
       - a model file may define `validate(dbt, spark, written)`, called after the table
         is written; raising there fails the model, so downstream models never run.
 -#}
@@ -32,6 +34,11 @@ writer = df.write.mode("overwrite").format("{{ config.get('file_format', 'parque
 {%- if buckets and clustered_by %}
 {%- set bucket_columns = [clustered_by] if clustered_by is string else clustered_by %}
 writer = writer.bucketBy({{ buckets | int }}, *{{ bucket_columns | tojson }})
+{%- endif %}
+{%- set partition_by = config.get('partition_by') %}
+{%- if partition_by %}
+{%- set partition_columns = [partition_by] if partition_by is string else partition_by %}
+writer = writer.partitionBy(*{{ partition_columns | tojson }})
 {%- endif %}
 writer.saveAsTable("{{ target_relation }}")
 

@@ -1,0 +1,166 @@
+"""Crash safety: SIGKILL real ``hashcdc run`` processes at several points, then re-run.
+
+The runs are separate processes (their own JVM, warehouse and Derby metastore in a
+scratch project), killed while the stage hashes, while the state is written and while the
+history is written. After each kill the previous date's state snapshot must be intact;
+after the final re-run, current and history must equal the pure-Python oracle, i.e. a
+clean run. The kills are timed from dbt's own progress lines; each test checks that the
+process really died inside the model it targeted, so it cannot pass vacuously.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from oracle import apply_extract
+
+REPO = Path(__file__).resolve().parents[2]
+TABLE = "crashy"
+DATES = ("2024-05-01", "2024-05-02")
+ROWS = 300_000
+COLUMNS = ["id", "name", "city", "score"]
+
+
+def extract(day: int) -> list[dict[str, Any]]:
+    """Day 1: ROWS rows. Day 2: a fifth deleted, a fifth updated, ROWS // 5 new keys."""
+    rows = []
+    for i in range(ROWS + (ROWS // 5 if day == 2 else 0)):
+        if day == 2 and i % 5 == 0:
+            continue
+        version = 2 if day == 2 and i % 5 == 1 else 1
+        rows.append(
+            {"id": i, "name": f"name {i} v{version}", "city": f"city {i % 97}", "score": i % 1000}
+        )
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [",".join(COLUMNS)]
+    lines += [f'{r["id"]},"{r["name"]}","{r["city"]}",{r["score"]}' for r in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def crash_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    import yaml
+
+    from hashcdc import generate
+    from hashcdc.config import load_table_configs
+    from hashcdc.project import scratch_project
+
+    root = tmp_path_factory.mktemp("crash_project")
+    env = {**os.environ, **scratch_project(REPO, root)}
+    env.update(
+        HASHCDC_LOCAL_MASTER="local[2]",
+        HASHCDC_SHUFFLE_PARTITIONS="2",
+        HASHCDC_DRIVER_MEMORY="1g",
+        PYTHONUNBUFFERED="1",
+    )
+    config = {
+        "name": TABLE,
+        "extract_type": "full",
+        "source": {"path": f"landing/{TABLE}/{{business_date}}.csv"},
+        "columns": [
+            {"name": "id", "type": "int", "key": True},
+            {"name": "name", "type": "string"},
+            {"name": "city", "type": "string"},
+            {"name": "score", "type": "int"},
+        ],
+    }
+    (root / "tables" / f"{TABLE}.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    generate.write(root, load_table_configs(root / "tables"))
+    for day, business_date in enumerate(DATES, start=1):
+        write_csv(root / "landing" / TABLE / f"{business_date}.csv", extract(day))
+    return root, env
+
+
+def hashcdc_run(root: Path, env: dict[str, str], business_date: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hashcdc.cli",
+            "--project-dir",
+            str(root),
+            "run",
+            "--date",
+            business_date,
+        ],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def kill_inside(process: subprocess.Popen, model: str, delay: float) -> list[str]:
+    """SIGKILL the run (and its JVM) ``delay`` s after dbt starts ``model``; returns output."""
+    lines: list[str] = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if "START" in line and f"hashcdc.{model} " in line:
+            time.sleep(delay)
+            os.killpg(process.pid, signal.SIGKILL)
+            break
+    process.wait(timeout=120)
+    lines += process.stdout.readlines()
+    return lines
+
+
+def read_partition(spark: Any, root: Path, relation: str, business_date: str) -> list[tuple]:
+    """A partition's rows straight from the warehouse files (no metastore needed)."""
+    path = root / "warehouse" / "hashcdc.db" / relation / f"business_date={business_date}"
+    frame = spark.read.parquet(str(path)).select("id", "name", "city", "score", "operation")
+    return sorted(tuple(row) for row in frame.collect())
+
+
+def test_killed_runs_leave_the_previous_state_intact_and_a_rerun_equals_a_clean_run(
+    spark: Any, crash_project: tuple[Path, dict[str, str]]
+) -> None:
+    root, env = crash_project
+    first = hashcdc_run(root, env, DATES[0])
+    output, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, output
+    day_1_state = read_partition(spark, root, f"{TABLE}_state", DATES[0])
+    assert len(day_1_state) == ROWS
+
+    crash_points = [(f"stg_{TABLE}", 4.0), (f"{TABLE}_state", 2.0), (f"{TABLE}_history", 0.5)]
+    for model, delay in crash_points:
+        lines = kill_inside(hashcdc_run(root, env, DATES[1]), model, delay)
+        text = "".join(lines)
+        assert "START" in text and f"hashcdc.{model} " in text, text
+        assert not any("OK created" in line and f"hashcdc.{model} " in line for line in lines), (
+            f"the run finished {model} before the kill: the crash point was missed\n{text}"
+        )
+        assert read_partition(spark, root, f"{TABLE}_state", DATES[0]) == day_1_state
+
+    rerun = hashcdc_run(root, env, DATES[1])
+    output, _ = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, output
+
+    keys, compared = ["id"], ["name", "city", "score"]
+    state, _ = apply_extract({}, extract(1), DATES[0], keys, compared, "full")
+    expected_state, expected_history = apply_extract(
+        state, extract(2), DATES[1], keys, compared, "full"
+    )
+    expected_current = sorted(
+        (v.row["id"], v.row["name"], v.row["city"], v.row["score"], v.operation)
+        for v in expected_state.values()
+    )
+    new_state = [r for r in read_partition(spark, root, f"{TABLE}_state", DATES[1]) if r[4] != "D"]
+    assert new_state == expected_current
+    assert read_partition(spark, root, f"{TABLE}_history", DATES[1]) == sorted(
+        (v.row["id"], v.row["name"], v.row["city"], v.row["score"], v.operation)
+        for v in expected_history
+    )
