@@ -234,8 +234,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     datagen.generate_extracts(spark, options, project_dir)
     _ensure_generated(project_dir, [DEMO_TABLE])
     # The demo replays its dates from the start: forget earlier demo runs.
-    spark.sql(f"drop view if exists {DEMO_TABLE}_current")
-    for relation in (f"{DEMO_TABLE}_state", f"{DEMO_TABLE}_history", f"stg_{DEMO_TABLE}"):
+    for view in (f"{DEMO_TABLE}_current", f"{DEMO_TABLE}_scd2"):
+        spark.sql(f"drop view if exists {view}")
+    for relation in (
+        f"{DEMO_TABLE}_state",
+        f"{DEMO_TABLE}_history",
+        f"{DEMO_TABLE}_rejects",
+        f"stg_{DEMO_TABLE}",
+    ):
         spark.sql(f"drop table if exists {relation}")
     counts_sql = (
         "select '{relation}' as relation, operation, count(*) as row_count "

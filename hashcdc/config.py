@@ -280,6 +280,17 @@ def _parse_source(raw: dict[str, Any], problems: _Problems) -> SourceConfig:
     return SourceConfig(path=path, format=fmt, csv=csv_options)
 
 
+def _fraction(
+    raw: dict[str, Any], name: str, default: float, allowed: str, problems: _Problems
+) -> float:
+    """A top-level field that must be a number from 0 to 1; the default when absent."""
+    value = raw.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        problems.add(name, f"must be a number from {allowed}, got {value!r}")
+        return default
+    return float(value)
+
+
 def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[str]]:
     """Validate one table config's raw YAML data.
 
@@ -348,30 +359,17 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
     seed = raw.get("expected_counts_seed")
     if seed is not None and (not isinstance(seed, str) or not NAME_PATTERN.match(seed)):
         problems.add("expected_counts_seed", f"must be a seed name, got {seed!r}")
-    max_delete_fraction = raw.get("max_delete_fraction", 0.5)
-    if (
-        isinstance(max_delete_fraction, bool)
-        or not isinstance(max_delete_fraction, (int, float))
-        or not 0 <= max_delete_fraction <= 1
-    ):
-        problems.add(
-            "max_delete_fraction",
-            f"must be a number from 0 to 1 (1 turns the guard off), got {max_delete_fraction!r}",
-        )
-        max_delete_fraction = 0.5
+    max_delete_fraction = _fraction(
+        raw, "max_delete_fraction", 0.5, "0 to 1 (1 turns the guard off)", problems
+    )
     # Only a count given: the count alone limits the rejects. Neither: 1% of the rows.
-    default_fraction = 1.0 if "max_rejects" in raw else 0.01
-    max_reject_fraction = raw.get("max_reject_fraction", default_fraction)
-    if (
-        isinstance(max_reject_fraction, bool)
-        or not isinstance(max_reject_fraction, (int, float))
-        or not 0 <= max_reject_fraction <= 1
-    ):
-        problems.add(
-            "max_reject_fraction",
-            f"must be a number from 0 (no rejects allowed) to 1, got {max_reject_fraction!r}",
-        )
-        max_reject_fraction = 0.01
+    max_reject_fraction = _fraction(
+        raw,
+        "max_reject_fraction",
+        1.0 if "max_rejects" in raw else 0.01,
+        "0 (no rejects allowed) to 1",
+        problems,
+    )
     max_rejects = raw.get("max_rejects")
     if max_rejects is not None and (
         isinstance(max_rejects, bool) or not isinstance(max_rejects, int) or max_rejects < 0
@@ -397,8 +395,8 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         columns=tuple(columns),
         description=str(raw.get("description", "") or ""),
         expected_counts_seed=seed,
-        max_delete_fraction=float(max_delete_fraction),
-        max_reject_fraction=float(max_reject_fraction),
+        max_delete_fraction=max_delete_fraction,
+        max_reject_fraction=max_reject_fraction,
         max_rejects=max_rejects,
         duplicates_keep_last_by=keep_last_by,
         config_file=file,

@@ -310,6 +310,11 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
         [*partitioned, f'pre_hook="{CLEAR_DATE_HOOK}"'],
         _macro_call("history_changes", [f"state=ref('{name}_state')", f"columns={column_names}"]),
     )
+    scd2 = _sql_model(
+        note,
+        ["materialized='view'"],
+        _macro_call("scd2_versions", [f"history=ref('{name}_history')", f"columns={column_names}"]),
+    )
     payload = _payload_columns(table)
     operation_doc = {
         "name": "operation",
@@ -402,6 +407,40 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
                     business_date_doc,
                 ],
             },
+            {
+                "name": f"{name}_scd2",
+                "description": (
+                    f"Every version of every key of `{name}` (slowly changing dimension, type "
+                    "2), from the history: valid from its business date until the next change "
+                    "of its key; a delete is a version of its own. "
+                    f"{note}"
+                ),
+                "columns": payload
+                + [
+                    {**operation_doc, "description": "The change that started the version."},
+                    {
+                        "name": "valid_from",
+                        "description": "The business date the version starts.",
+                        "data_type": "date",
+                    },
+                    {
+                        "name": "valid_to",
+                        "description": "The business date of the key's next change "
+                        "(exclusive); null while the version is the latest.",
+                        "data_type": "date",
+                    },
+                    {
+                        "name": "is_current",
+                        "description": "The key's latest version, and not a delete.",
+                        "data_type": "boolean",
+                    },
+                    {
+                        "name": "is_deleted",
+                        "description": "The version records the key's deletion.",
+                        "data_type": "boolean",
+                    },
+                ],
+            },
         ],
     }
     folder = Path("models") / name
@@ -409,6 +448,7 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
         GeneratedFile(folder / f"{name}_state.sql", state, table.config_file),
         GeneratedFile(folder / f"{name}_current.sql", current, table.config_file),
         GeneratedFile(folder / f"{name}_history.sql", history, table.config_file),
+        GeneratedFile(folder / f"{name}_scd2.sql", scd2, table.config_file),
         GeneratedFile(
             folder / f"_{name}__models.yml",
             f"# {note}\n" + _dump_yaml(properties),

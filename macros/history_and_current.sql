@@ -101,3 +101,47 @@ select * from current_rows
     {{ return("alter table " ~ relation ~ " drop if exists partition (business_date = '"
         ~ hashcdc.business_date() ~ "')") }}
 {% endmacro %}
+
+
+{% macro scd2_versions(history, columns) %}
+    {{ return(adapter.dispatch('scd2_versions', 'hashcdc')(history, columns)) }}
+{% endmacro %}
+
+{% macro default__scd2_versions(history, columns) %}
+{#- Every version of every key from the history, with explicit validity: a version is
+    valid from its business date until the next change of its key. A delete is a version
+    of its own (is_deleted), valid until the key is inserted again. -#}
+with
+
+changes as (
+    select * from {{ history }}
+),
+
+versions as (
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        operation,
+        business_date as valid_from,
+        lead(business_date) over (
+            partition by keyhash order by business_date
+        ) as valid_to
+    from changes
+),
+
+final as (
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        operation,
+        valid_from,
+        valid_to,
+        valid_to is null and operation != 'D' as is_current,
+        operation = 'D' as is_deleted
+    from versions
+)
+
+select * from final
+{% endmacro %}

@@ -137,3 +137,38 @@ def test_load_reports_all_files(tmp_path: Path) -> None:
     assert "tables/bad.yml: columns: must be a non-empty list" in message
     assert "tables/broken.yml: not valid YAML" in message
     assert "good.yml" not in message
+
+
+BASE = (
+    "name: t\nextract_type: full\nsource: {path: 'x/{business_date}'}\n"
+    "columns: [{name: id, type: int, key: true}, {name: at, type: timestamp}]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("extra", "fraction", "count"),
+    [
+        ("", 0.01, None),
+        ("max_rejects: 5\n", 1.0, 5),
+        ("max_reject_fraction: 0.2\n", 0.2, None),
+        ("max_rejects: 5\nmax_reject_fraction: 0.2\n", 0.2, 5),
+    ],
+)
+def test_reject_limits_and_their_defaults(extra: str, fraction: float, count: int | None) -> None:
+    config, problems = parse(BASE + extra)
+    assert problems == []
+    assert (config.max_reject_fraction, config.max_rejects) == (fraction, count)
+
+
+def test_bad_reject_limits_and_keep_last_column_are_reported() -> None:
+    _, problems = parse(
+        BASE + "max_rejects: -1\nmax_reject_fraction: 2\nduplicates_keep_last_by: nope\n"
+    )
+    assert problems == [
+        "tables/t.yml: max_reject_fraction: must be a number from 0 (no rejects allowed) to 1, "
+        "got 2",
+        "tables/t.yml: max_rejects: must be a whole number >= 0, got -1",
+        "tables/t.yml: duplicates_keep_last_by: must name a configured column, got 'nope'",
+    ]
+    _, problems = parse(BASE + "duplicates_keep_last_by: id\n")
+    assert problems == ["tables/t.yml: duplicates_keep_last_by: must be a non-key column"]

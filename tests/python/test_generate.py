@@ -37,6 +37,7 @@ def test_generated_models_are_thin_macro_calls(tmp_path: Path) -> None:
         "models/orders/orders_state.sql",
         "models/orders/orders_current.sql",
         "models/orders/orders_history.sql",
+        "models/orders/orders_scd2.sql",
         "models/orders/_orders__models.yml",
     }
     state = (project / "models/orders/orders_state.sql").read_text()

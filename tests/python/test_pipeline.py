@@ -182,6 +182,30 @@ def test_four_dates_match_the_oracle(project: Any, extract_type: str) -> None:
     ]
     assert dates == DATES
 
+    # The SCD2 view: ap/7 is deleted, re-inserted and (full extracts) deleted again.
+    versions = project.rows(
+        f"select operation, valid_from, valid_to, is_current, is_deleted from {name}_scd2 "
+        "where region = 'ap' and id = 7 order by valid_from"
+    )
+    as_text = [
+        (v["operation"], str(v["valid_from"]), str(v["valid_to"]), v["is_current"], v["is_deleted"])
+        for v in versions
+    ]
+    if extract_type == "full":
+        assert as_text == [
+            ("I", DATES[0], DATES[1], False, False),
+            ("D", DATES[1], DATES[2], False, True),
+            ("I", DATES[2], DATES[3], False, False),
+            ("D", DATES[3], "None", False, True),
+        ]
+    else:
+        assert as_text == [
+            ("I", DATES[0], DATES[2], False, False),
+            ("U", DATES[2], "None", True, False),
+        ]
+    current_versions = project.rows(f"select count(*) as n from {name}_scd2 where is_current")
+    assert current_versions[0]["n"] == len(current_rows)
+
 
 def run_first_two_dates(project: Any, name: str) -> dict[str, list[dict[str, Any]]]:
     """Build a full-extract table for the first two dates; returns all extracts."""
