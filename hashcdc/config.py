@@ -102,6 +102,7 @@ class TableConfig:
     max_reject_fraction: float = 0.01
     max_rejects: int | None = None
     duplicates_keep_last_by: str | None = None
+    changelog: bool = False
     config_file: str = ""
 
     @property
@@ -323,6 +324,7 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         "max_reject_fraction",
         "max_rejects",
         "duplicates_keep_last_by",
+        "changelog",
     }
     for unknown in sorted(set(raw) - known):
         problems.add(unknown, f"unknown field (allowed: {', '.join(sorted(known))})")
@@ -386,6 +388,7 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
             )
         elif names[keep_last_by].key:
             problems.add("duplicates_keep_last_by", "must be a non-key column")
+    changelog = _as_bool(raw.get("changelog", False), "changelog", problems)
     if problems.items:
         return None, problems.items
     config = TableConfig(
@@ -399,6 +402,7 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         max_reject_fraction=max_reject_fraction,
         max_rejects=max_rejects,
         duplicates_keep_last_by=keep_last_by,
+        changelog=changelog,
         config_file=file,
     )
     return config, []

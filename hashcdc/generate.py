@@ -444,7 +444,50 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
         ],
     }
     folder = Path("models") / name
+    changelog_files: list[GeneratedFile] = []
+    if table.changelog:
+        changelog = _sql_model(
+            note,
+            [*partitioned, f'pre_hook="{CLEAR_DATE_HOOK}"'],
+            _macro_call(
+                "changelog_images", [f"state=ref('{name}_state')", f"columns={column_names}"]
+            ),
+        )
+        changelog_files.append(
+            GeneratedFile(folder / f"{name}_changelog.sql", changelog, table.config_file)
+        )
+        properties["models"].append(
+            {
+                "name": f"{name}_changelog",
+                "description": (
+                    f"Each change of `{name}` per business date (partitioned) with its before "
+                    "and after images and the columns that changed. "
+                    f"{note}"
+                ),
+                "columns": [
+                    payload[-2],
+                    {**operation_doc, "description": "I insert, U update, D delete."},
+                    {
+                        "name": "before_image",
+                        "description": "The row before the change (null for I).",
+                        "data_type": "struct",
+                    },
+                    {
+                        "name": "after_image",
+                        "description": "The row after the change (null for D).",
+                        "data_type": "struct",
+                    },
+                    {
+                        "name": "changed_columns",
+                        "description": "The columns whose values differ between the images.",
+                        "data_type": "array<string>",
+                    },
+                    business_date_doc,
+                ],
+            }
+        )
     return [
+        *changelog_files,
         GeneratedFile(folder / f"{name}_state.sql", state, table.config_file),
         GeneratedFile(folder / f"{name}_current.sql", current, table.config_file),
         GeneratedFile(folder / f"{name}_history.sql", history, table.config_file),

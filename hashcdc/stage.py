@@ -1,20 +1,22 @@
 """The typecast-and-hash stage: one pass over a table's extract for one business date.
 
-Called by the generated dbt Python model ``stg_<table>``. The stage reads the extract with
-every column as text, casts each configured column to its type with ``try_cast`` (so a bad
-value never raises mid-job), records per row the columns that failed, and computes
-``keyhash`` and ``nonkeyhash`` (see :mod:`hashcdc.hashing`). All per-row work is native
-Spark; nothing runs in Python per row.
+Called by the generated dbt Python model ``stg_<table>``. The stage checks the extract's
+header against the config (:mod:`hashcdc.header`), reads the extract with every column as
+text, casts each configured column to its type with ``try_cast`` (so a bad value never
+raises mid-job), records per row why it cannot be loaded (``_row_errors``; with
+``duplicates_keep_last_by`` also superseded duplicates), and computes ``keyhash`` and
+``nonkeyhash`` (see :mod:`hashcdc.hashing`). All per-row work is native Spark; nothing
+runs in Python per row.
 
-After dbt has written the stage table, :func:`validate_stage` looks at the one
-``_row_errors`` column; if any row failed it re-reads the failing file(s) to find the row
-numbers and raises :class:`~hashcdc.errors.InputDataError` naming table, file, row and
-column. The state and history models then never run, so the previous state is untouched.
+After dbt has written the stage table, :func:`validate_stage` counts the rejected rows:
+above the table's limits it raises :class:`~hashcdc.errors.InputDataError` naming table,
+file, row, line and column, so the state and history models never run and the previous
+state is untouched; it also refuses keys that occur twice among the loaded rows. The
+generated ``<table>_rejects`` model keeps the rejected rows (:func:`rejected_rows`).
 """
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import os
 from typing import Any
@@ -35,6 +37,7 @@ from pyspark.sql.types import (
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.errors import HashcdcError, InputDataError
 from hashcdc.hashing import with_row_hashes
+from hashcdc.header import check_header
 
 SOURCE_FILE_COLUMN = "_source_file"
 ROW_ERRORS_COLUMN = "_row_errors"
@@ -93,82 +96,6 @@ def _input_files(spark: SparkSession, path: str) -> list[str]:
         else:
             files.append(status.getPath().toString())
     return sorted(files)
-
-
-def _first_line(spark: SparkSession, file: str, encoding: str) -> str:
-    """The first line of a (possibly compressed) text file, read by the driver."""
-    jvm = spark.sparkContext._jvm  # noqa: SLF001 - the Hadoop FS API is only on the JVM
-    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
-    path = jvm.org.apache.hadoop.fs.Path(file)
-    stream = path.getFileSystem(hadoop_conf).open(path)
-    codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(hadoop_conf).getCodec(path)
-    if codec is not None:
-        stream = codec.createInputStream(stream)
-    reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, encoding))
-    try:
-        return reader.readLine() or ""
-    finally:
-        reader.close()
-
-
-def _header_fields(line: str, options: dict[str, Any]) -> list[str]:
-    """The field names of a CSV header line, parsed with the table's CSV options."""
-    dialect: dict[str, Any] = {"delimiter": options["delimiter"], "quotechar": options["quote"]}
-    if options["escape"] != options["quote"]:
-        dialect.update(escapechar=options["escape"], doublequote=False)
-    fields = next(csv.reader([line.lstrip("\ufeff")], **dialect), [])
-    return [f.strip().lower() for f in fields]
-
-
-def header_differences(expected: list[str], actual: list[str]) -> list[str]:
-    """What differs between the configured columns and a header, in words; [] if equal."""
-    missing = [name for name in expected if name not in actual]
-    extra = [name for name in actual if name not in expected]
-    problems = []
-    if missing:
-        problems.append(f"missing column(s) {', '.join(missing)}")
-    if extra:
-        problems.append(f"extra column(s) {', '.join(extra)}")
-    if not missing and not extra and actual != expected:
-        problems.append(f"columns in another order: {', '.join(actual)}")
-    return problems
-
-
-def check_header(spark: SparkSession, table: TableConfig, files: list[str]) -> None:
-    """Refuse extracts whose header (CSV) or columns (parquet) differ from the config.
-
-    Spark's CSV reader would silently take columns by position, so a reordered header
-    would load values into the wrong columns.
-
-    Raises
-    ------
-    InputDataError
-        Listing, per file, the missing, extra or reordered columns.
-
-    """
-    expected = [c.name for c in table.columns]
-    reports = []
-    if table.source.format == "parquet":
-        actual = [name.lower() for name in spark.read.parquet(*files).columns]
-        differences = [d for d in header_differences(expected, actual) if "order" not in d]
-        if differences:
-            reports.append(f"  - {files[0]}: {'; '.join(differences)}")
-    elif table.source.csv["header"]:
-        for file in files:
-            line = _first_line(spark, file, table.source.csv["encoding"])
-            if not line.strip():
-                continue  # an empty file: no header, no rows
-            differences = header_differences(expected, _header_fields(line, table.source.csv))
-            if differences:
-                reports.append(f"  - {file}: {'; '.join(differences)}")
-    if reports:
-        raise InputDataError(
-            f"table '{table.name}': the extract's columns differ from the columns of "
-            f"{table.config_file} ({', '.join(expected)}); nothing was written.\n"
-            + "\n".join(reports[:MAX_REPORTED_ROWS])
-            + "\nFix the extract, or change the columns in the config (a column that is added "
-            "or removed changes the table's schema)."
-        )
 
 
 def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:

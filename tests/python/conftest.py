@@ -1,8 +1,9 @@
-"""Shared fixtures: one temporary hashcdc project and one SparkSession for the whole run.
+"""Shared fixtures: one SparkSession (one warehouse, one metastore) for the whole run.
 
 Spark start-up costs 20-40 s here, so every test shares the session that the first dbt
 invocation (or the first ``spark`` use) creates, and dbt runs in-process via dbtRunner.
-Tests isolate themselves by table name inside the one project.
+Each test gets a project folder of its own on that shared warehouse; tests isolate their
+tables by name.
 """
 
 from __future__ import annotations
@@ -116,16 +117,34 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 @pytest.fixture(scope="session")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The warehouse and metastore every test shares (one SparkSession for the run)."""
     from hashcdc.project import scratch_project
 
-    root = tmp_path_factory.mktemp("hashcdc_project")
+    root = tmp_path_factory.mktemp("hashcdc_session")
     os.environ.update(scratch_project(REPO, root))
     os.environ.update({"HASHCDC_LOCAL_MASTER": "local[2]", "HASHCDC_SHUFFLE_PARTITIONS": "2"})
+    return root
+
+
+@pytest.fixture
+def project(session_root: Path, tmp_path: Path) -> Project:
+    """A project folder of the test's own, on the shared warehouse and metastore.
+
+    Each test's dbt project holds only its own tables, so dbt's parse (a full one whenever
+    the business date changes) stays small however many tests ran before.
+    """
+    from hashcdc.project import scratch_project
+
+    root = tmp_path / "project"
+    root.mkdir()
+    scratch_project(REPO, root)  # the files only: the environment stays the session's
     os.chdir(root)
     return Project(root)
 
 
 @pytest.fixture(scope="session")
-def spark(project: Project) -> Any:
-    return project.spark
+def spark(session_root: Path) -> Any:
+    from hashcdc.project import spark_session
+
+    return spark_session(session_root)

@@ -86,6 +86,14 @@ def test_cli_run_and_query(project: Any, capsys: Any) -> None:
 
 
 def test_cli_run_refuses_unknown_tables_and_stale_models(project: Any, capsys: Any) -> None:
+    project.add_table(
+        {
+            "name": "gen_cli",
+            "extract_type": "full",
+            "source": {"path": "landing/gen_cli/{business_date}"},
+            "columns": [{"name": "id", "type": "int", "key": True}],
+        }
+    )
     args = ["--project-dir", str(project.root)]
     assert main([*args, "run", "--date", "2020-02-03", "--select", "nope"]) == 2
     assert "unknown table(s) nope" in capsys.readouterr().err

@@ -24,6 +24,7 @@ def table_config(name: str, extract_type: str) -> dict[str, Any]:
         "name": name,
         "description": "Customers, for the pipeline tests.",
         "extract_type": extract_type,
+        "changelog": True,
         "source": {"path": f"landing/{name}/{{business_date}}/{name}.csv", "format": "csv"},
         "columns": [
             {"name": "region", "type": "string", "key": True},
@@ -205,6 +206,32 @@ def test_four_dates_match_the_oracle(project: Any, extract_type: str) -> None:
         ]
     current_versions = project.rows(f"select count(*) as n from {name}_scd2 where is_current")
     assert current_versions[0]["n"] == len(current_rows)
+
+    # The change log: before and after images, and which columns changed.
+    logged = project.rows(
+        f"select * from {name}_changelog where business_date = date'{DATES[1]}' order by keyhash"
+    )
+    by_key = {
+        (r["after_image"] or r["before_image"])["region"]
+        + "/"
+        + str((r["after_image"] or r["before_image"])["id"]): r
+        for r in logged
+    }
+    bob = by_key["eu/2"]
+    assert (bob["operation"], bob["before_image"]["name"], bob["after_image"]["name"]) == (
+        "U",
+        "Bob, Jr.",
+        "Bob Jr.",
+    )
+    assert bob["changed_columns"] == ["name", "updated_at"]
+    assert by_key["ap/8"]["operation"] == "I" and by_key["ap/8"]["before_image"] is None
+    if extract_type == "full":
+        seven = by_key["ap/7"]
+        assert (seven["operation"], seven["after_image"]) == ("D", None)
+        assert seven["before_image"]["amount"] == Decimal("7.00")
+    assert len(logged) == len(
+        project.rows(f"select 1 from {name}_history where business_date = date'{DATES[1]}'")
+    )
 
 
 def run_first_two_dates(project: Any, name: str) -> dict[str, list[dict[str, Any]]]:

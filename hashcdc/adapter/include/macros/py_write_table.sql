@@ -7,6 +7,8 @@
         each task writes its rows into every bucket's file), and so is `partition_by`
         (incremental Python models: dbt-spark's materialization then inserts the
         temporary table's partitions);
+      - a folder left by a killed write of a table that was never registered is removed
+        first (Spark refuses a managed table over a non-empty location);
       - a model file may define `validate(dbt, spark, written)`, called after the table
         is written; raising there fails the model, so downstream models never run.
 -#}
@@ -27,6 +29,18 @@ if not isinstance(df, pyspark.sql.DataFrame):
         df = spark.createDataFrame(df)
     else:
         raise TypeError(f"{type(df)} is not a supported type for a dbt Python model result")
+
+# A write killed before the table was registered leaves its folder behind, and Spark
+# refuses to create a managed table over a non-empty location: remove the orphan folder.
+if not spark.catalog.tableExists("{{ target_relation }}"):
+    _database = spark.sql("describe database `{{ target_relation.schema }}`").collect()
+    _location = {row[0]: row[1] for row in _database}.get("Location")
+    if _location:
+        _jvm = spark.sparkContext._jvm
+        _orphan = _jvm.org.apache.hadoop.fs.Path(_location, "{{ target_relation.identifier | lower }}")
+        _fs = _orphan.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        if _fs.exists(_orphan):
+            _fs.delete(_orphan, True)
 
 writer = df.write.mode("overwrite").format("{{ config.get('file_format', 'parquet') }}")
 {%- set buckets = config.get('buckets') %}
