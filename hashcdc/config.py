@@ -2,7 +2,8 @@
 
 A table config says where a table's daily extract lands, how to parse it, which columns
 it has (types, keys, columns ignored by change detection) and whether each extract is a
-``full`` snapshot or a ``delta``. Validation collects *every* problem, each naming the file
+``full`` snapshot, a ``delta`` or a feed of ``changes`` (change events from a database log,
+ordered by ``changes.sequence_by``). Validation collects *every* problem, each naming the file
 and the field, so a user fixes a config in one pass.
 """
 
@@ -17,8 +18,35 @@ import yaml
 
 from hashcdc.errors import ConfigError
 
-EXTRACT_TYPES = ("full", "delta")
-SOURCE_FORMATS = ("csv", "parquet")
+EXTRACT_TYPES = ("full", "delta", "changes")
+SOURCE_FORMATS = ("csv", "parquet", "debezium", "debezium_flat")
+# Formats that only carry change events (JSON lines, one event per line).
+EVENT_FORMATS = ("debezium", "debezium_flat")
+HISTORY_MODES = ("net", "audit")
+# Spellings accepted for the operation of an event in csv/parquet feeds -> Debezium's letter.
+OPERATION_SPELLINGS = {
+    "c": "c",
+    "i": "c",
+    "insert": "c",
+    "create": "c",
+    "u": "u",
+    "update": "u",
+    "d": "d",
+    "delete": "d",
+    "r": "r",
+    "read": "r",
+    "snapshot": "r",
+    "t": "t",
+    "truncate": "t",
+}
+# Numbers since the epoch, as Debezium writes dates and timestamps by default.
+EPOCH_FORMATS = {
+    "date": ("epoch_days",),
+    "timestamp": ("epoch_seconds", "epoch_millis", "epoch_micros"),
+}
+FIELD_PATH_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+# Sequence fields whose natural order is text order (binlog file names are zero-padded).
+TEXT_SEQUENCE_FIELDS = ("source.file",)
 SIMPLE_TYPES = (
     "string",
     "tinyint",
@@ -50,6 +78,10 @@ RESERVED_COLUMNS = (
     "operation",
     "eff_start_date",
     "business_date",
+    "event_op",
+    "event_sequence",
+    "before_keyhash",
+    "copies",
 )
 CSV_OPTION_DEFAULTS: dict[str, Any] = {
     "delimiter": ",",
@@ -89,6 +121,28 @@ class SourceConfig:
 
 
 @dataclass(frozen=True)
+class SequenceField:
+    """One field of a change feed's sequence, compared in the order of ``sequence_by``."""
+
+    field: str
+    type: str = "bigint"
+
+    @property
+    def alias(self) -> str:
+        """The field's name inside the ``event_sequence`` struct."""
+        return re.sub(r"[^A-Za-z0-9_]", "_", self.field).lower()
+
+
+@dataclass(frozen=True)
+class ChangesConfig:
+    """How to read and order the events of an ``extract_type: changes`` table."""
+
+    sequence_by: tuple[SequenceField, ...]
+    operation_column: str | None = None
+    history: str = "net"
+
+
+@dataclass(frozen=True)
 class TableConfig:
     """A validated table config."""
 
@@ -103,17 +157,45 @@ class TableConfig:
     max_rejects: int | None = None
     duplicates_keep_last_by: str | None = None
     changelog: bool = False
+    changes: ChangesConfig | None = None
     config_file: str = ""
+
+    @property
+    def is_feed(self) -> bool:
+        """Whether the extracts are change events rather than rows."""
+        return self.extract_type == "changes"
+
+    @property
+    def is_keyless(self) -> bool:
+        """A feed table without a primary key.
+
+        All compared columns form the identity, and identical rows are counted (``copies``).
+        """
+        return self.is_feed and not any(c.key for c in self.columns)
 
     @property
     def key_columns(self) -> tuple[ColumnConfig, ...]:
         """Columns that identify a row; hashed into ``keyhash``."""
+        if self.is_keyless:
+            return tuple(c for c in self.columns if not c.ignore)
         return tuple(c for c in self.columns if c.key)
 
     @property
     def compared_columns(self) -> tuple[ColumnConfig, ...]:
         """Non-key columns that take part in change detection (``nonkeyhash``)."""
+        if self.is_keyless:
+            return ()
         return tuple(c for c in self.columns if not c.key and not c.ignore)
+
+    @property
+    def source_columns(self) -> list[str]:
+        """The columns a csv/parquet extract must have, in order."""
+        names = [c.name for c in self.columns]
+        if self.changes is None or self.changes.operation_column is None:
+            return names
+        extra = [self.changes.operation_column]
+        extra += [f.field for f in self.changes.sequence_by if f.field not in names]
+        return names + [name for name in extra if name not in names]
 
     def to_dict(self) -> dict[str, Any]:
         """A plain-data form, embedded in generated model properties."""
@@ -126,8 +208,13 @@ class TableConfig:
         """Rebuild a config from :meth:`to_dict` output (already validated)."""
         source = SourceConfig(**data["source"])
         columns = tuple(ColumnConfig(**c) for c in data["columns"])
-        fields = {k: v for k, v in data.items() if k not in ("source", "columns")}
-        return cls(source=source, columns=columns, **fields)
+        changes = None
+        if data.get("changes"):
+            raw = dict(data["changes"])
+            raw["sequence_by"] = tuple(SequenceField(**f) for f in raw["sequence_by"])
+            changes = ChangesConfig(**raw)
+        fields = {k: v for k, v in data.items() if k not in ("source", "columns", "changes")}
+        return cls(source=source, columns=columns, changes=changes, **fields)
 
 
 def normalize_type(raw: Any) -> str | None:
@@ -281,6 +368,97 @@ def _parse_source(raw: dict[str, Any], problems: _Problems) -> SourceConfig:
     return SourceConfig(path=path, format=fmt, csv=csv_options)
 
 
+def _parse_sequence_field(index: int, raw: Any, problems: _Problems) -> SequenceField | None:
+    where = f"changes.sequence_by[{index}]"
+    if isinstance(raw, str):
+        raw = {"field": raw}
+    if not isinstance(raw, dict):
+        problems.add(where, "must be a field path (e.g. source.lsn) or {field: ..., type: ...}")
+        return None
+    for unknown in sorted(set(raw) - {"field", "type"}):
+        problems.add(f"{where}.{unknown}", "unknown field (allowed: field, type)")
+    path = raw.get("field")
+    if not isinstance(path, str) or not FIELD_PATH_PATTERN.match(path):
+        problems.add(f"{where}.field", f"must be a field path like source.lsn, got {path!r}")
+        return None
+    default_type = "string" if path in TEXT_SEQUENCE_FIELDS else "bigint"
+    field_type = normalize_type(raw.get("type", default_type))
+    if field_type is None:
+        problems.add(f"{where}.type", f"unknown type {raw.get('type')!r}")
+        return None
+    return SequenceField(field=path, type=field_type)
+
+
+def _parse_changes(
+    raw: dict[str, Any], extract_type: Any, source: SourceConfig, problems: _Problems
+) -> ChangesConfig | None:
+    """The ``changes`` block: required for change feeds, refused otherwise."""
+    block = raw.get("changes")
+    if extract_type != "changes":
+        if block is not None:
+            problems.add("changes", "only for extract_type: changes")
+        if source.format in EVENT_FORMATS:
+            problems.add(
+                "source.format",
+                f"'{source.format}' carries change events: use extract_type: changes",
+            )
+        return None
+    if not isinstance(block, dict):
+        problems.add(
+            "changes",
+            "missing: a change feed needs changes.sequence_by, the event fields that order its "
+            "events (e.g. [source.lsn], or [source.file, source.pos] for a MySQL binlog)",
+        )
+        return None
+    for unknown in sorted(set(block) - {"sequence_by", "operation_column", "history"}):
+        problems.add(
+            f"changes.{unknown}", "unknown field (allowed: sequence_by, operation_column, history)"
+        )
+    raw_fields = block.get("sequence_by")
+    if isinstance(raw_fields, str):
+        raw_fields = [raw_fields]
+    fields: list[SequenceField] = []
+    if not isinstance(raw_fields, list) or not raw_fields:
+        problems.add("changes.sequence_by", "must be a non-empty list of event fields")
+    else:
+        for index, item in enumerate(raw_fields):
+            parsed = _parse_sequence_field(index, item, problems)
+            if parsed is not None:
+                fields.append(parsed)
+    if len({f.alias for f in fields}) != len(fields):
+        problems.add("changes.sequence_by", "names the same field twice")
+    operation_column = block.get("operation_column")
+    if source.format in EVENT_FORMATS:
+        if operation_column is not None:
+            problems.add(
+                "changes.operation_column", f"not used by format '{source.format}' (it has op)"
+            )
+            operation_column = None
+    elif not isinstance(operation_column, str) or not NAME_PATTERN.match(operation_column):
+        problems.add(
+            "changes.operation_column",
+            f"a {source.format} feed needs the name of its operation column (values c/u/d/r/t "
+            f"or insert/update/delete/read/truncate), got {operation_column!r}",
+        )
+        operation_column = None
+    else:
+        for item in fields:
+            if "." in item.field:
+                problems.add(
+                    "changes.sequence_by",
+                    f"'{item.field}': a {source.format} feed orders by its own columns",
+                )
+    history = block.get("history", "net")
+    if history not in HISTORY_MODES:
+        problems.add(
+            "changes.history", f"must be one of {', '.join(HISTORY_MODES)}, got {history!r}"
+        )
+        history = "net"
+    return ChangesConfig(
+        sequence_by=tuple(fields), operation_column=operation_column, history=history
+    )
+
+
 def _fraction(
     raw: dict[str, Any], name: str, default: float, allowed: str, problems: _Problems
 ) -> float:
@@ -325,6 +503,7 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         "max_rejects",
         "duplicates_keep_last_by",
         "changelog",
+        "changes",
     }
     for unknown in sorted(set(raw) - known):
         problems.add(unknown, f"unknown field (allowed: {', '.join(sorted(known))})")
@@ -356,8 +535,14 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
             if column.name in seen:
                 problems.add("columns", f"duplicate column name '{column.name}'")
             seen.add(column.name)
-        if columns and not any(c.key for c in columns):
+        if columns and not any(c.key for c in columns) and extract_type != "changes":
             problems.add("columns", "no key column: mark at least one column with 'key: true'")
+        if (
+            columns
+            and all(c.ignore for c in columns if not c.key)
+            and not any(c.key for c in columns)
+        ):
+            problems.add("columns", "a table without a key needs at least one compared column")
     seed = raw.get("expected_counts_seed")
     if seed is not None and (not isinstance(seed, str) or not NAME_PATTERN.match(seed)):
         problems.add("expected_counts_seed", f"must be a seed name, got {seed!r}")
@@ -389,6 +574,15 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         elif names[keep_last_by].key:
             problems.add("duplicates_keep_last_by", "must be a non-key column")
     changelog = _as_bool(raw.get("changelog", False), "changelog", problems)
+    changes = _parse_changes(raw, extract_type, source, problems)
+    if changes is not None:
+        if keep_last_by is not None:
+            problems.add(
+                "duplicates_keep_last_by", "not for change feeds: changes.sequence_by orders events"
+            )
+        clashes = {changes.operation_column} & {c.name for c in columns}
+        if clashes:
+            problems.add("changes.operation_column", f"'{clashes.pop()}' is a configured column")
     if problems.items:
         return None, problems.items
     config = TableConfig(
@@ -403,6 +597,7 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
         max_rejects=max_rejects,
         duplicates_keep_last_by=keep_last_by,
         changelog=changelog,
+        changes=changes,
         config_file=file,
     )
     return config, []

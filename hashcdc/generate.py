@@ -123,46 +123,69 @@ def model(dbt, session):
 # rows exceed the table's limits, or a key occurs twice.
 validate = validate_stage
 '''
-    columns = _payload_columns(table) + [
+    event_columns = [
         {
-            "name": "business_date",
-            "description": "The business date of the extract.",
-            "data_type": "date",
+            "name": "before_keyhash",
+            "description": "Updates whose before image has another identity (the key changed; "
+            "without a key: always): the keyhash of the before image.",
+            "data_type": "binary",
         },
         {
-            "name": "_source_file",
-            "description": "The file the row was read from.",
+            "name": "event_op",
+            "description": "The event's operation: c create, u update, d delete, r snapshot "
+            "read, t truncate.",
             "data_type": "string",
         },
         {
-            "name": "_row_errors",
-            "description": "Why the row cannot be loaded (cast failures, empty keys, "
-            "malformed rows, superseded duplicates); null when it loads.",
-            "data_type": "array<string>",
-        },
-        {
-            "name": "_raw_values",
-            "description": "Rejected rows only: the values as read, by column.",
-            "data_type": "map<string,string>",
-        },
-        {
-            "name": "_raw_line",
-            "description": "Rejected malformed rows only: the line as read.",
-            "data_type": "string",
-        },
-        {
-            "name": "_block_start",
-            "description": "Rejected rows only: the byte offset of the file split the row "
-            "was read from (to derive its line number).",
-            "data_type": "bigint",
-        },
-        {
-            "name": "_row_id",
-            "description": "Rejected rows only: the row's id within its split (parquet: "
-            "its index in the file).",
-            "data_type": "bigint",
+            "name": "event_sequence",
+            "description": "The event's position (changes.sequence_by fields, typed).",
+            "data_type": "struct",
         },
     ]
+    columns = (
+        _payload_columns(table)
+        + (event_columns if table.is_feed else [])
+        + [
+            {
+                "name": "business_date",
+                "description": "The business date of the extract.",
+                "data_type": "date",
+            },
+            {
+                "name": "_source_file",
+                "description": "The file the row was read from.",
+                "data_type": "string",
+            },
+            {
+                "name": "_row_errors",
+                "description": "Why the row cannot be loaded (cast failures, empty keys, "
+                "malformed rows, superseded duplicates); null when it loads.",
+                "data_type": "array<string>",
+            },
+            {
+                "name": "_raw_values",
+                "description": "Rejected rows only: the values as read, by column.",
+                "data_type": "map<string,string>",
+            },
+            {
+                "name": "_raw_line",
+                "description": "Rejected malformed rows only: the line as read.",
+                "data_type": "string",
+            },
+            {
+                "name": "_block_start",
+                "description": "Rejected rows only: the byte offset of the file split the row "
+                "was read from (to derive its line number).",
+                "data_type": "bigint",
+            },
+            {
+                "name": "_row_id",
+                "description": "Rejected rows only: the row's id within its split (parquet: "
+                "its index in the file).",
+                "data_type": "bigint",
+            },
+        ]
+    )
     properties = {
         "version": 2,
         "models": [
@@ -270,6 +293,77 @@ def _macro_call(macro: str, arguments: list[str]) -> str:
     return f"{{{{\n    hashcdc.{macro}(\n{body},\n    )\n}}}}"
 
 
+SEQUENCE_DOC = {
+    "name": "event_sequence",
+    "description": "The sequence (changes.sequence_by fields) of the last event applied to "
+    "the row; on the W row of a snapshot, the table's watermark.",
+    "data_type": "struct",
+}
+COPIES_DOC = {
+    "name": "copies",
+    "description": "Tables without a key: how many identical rows there are.",
+    "data_type": "bigint",
+}
+
+
+def _feed_column_docs(table: TableConfig) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """The extra columns of a change feed's state and history, documented."""
+    if not table.is_feed:
+        return [], []
+    state = [SEQUENCE_DOC, *([COPIES_DOC] if table.is_keyless else [])]
+    if not _is_audit(table):
+        return state, state
+    audit = [
+        {
+            "name": "before_keyhash",
+            "description": "An update that moved the row to another identity: the old keyhash.",
+            "data_type": "binary",
+        },
+        {
+            "name": "event_op",
+            "description": "The event's operation as received: c, u, d, r or t.",
+            "data_type": "string",
+        },
+        {**SEQUENCE_DOC, "description": "The event's sequence (changes.sequence_by fields)."},
+    ]
+    return state, audit
+
+
+def _is_audit(table: TableConfig) -> bool:
+    return table.changes is not None and table.changes.history == "audit"
+
+
+def _state_macro_call(table: TableConfig, column_names: str) -> str:
+    incoming = [f"incoming=ref('stg_{table.name}')", f"table_name='{table.name}'"]
+    if table.is_feed:
+        keyless = ["keyless=true"] if table.is_keyless else []
+        return _macro_call("cdc_feed_state", [*incoming, f"columns={column_names}", *keyless])
+    return _macro_call(
+        "cdc_state",
+        [
+            *incoming,
+            f"extract_type='{table.extract_type}'",
+            f"max_delete_fraction={table.max_delete_fraction}",
+            f"columns={column_names}",
+        ],
+    )
+
+
+def _history_macro_call(table: TableConfig, column_names: str) -> str:
+    state = f"state=ref('{table.name}_state')"
+    if _is_audit(table):
+        return _macro_call(
+            "feed_events_history",
+            [f"incoming=ref('stg_{table.name}')", state, f"columns={column_names}"],
+        )
+    if table.is_feed:
+        extra = "['event_sequence', 'copies']" if table.is_keyless else "['event_sequence']"
+        return _macro_call(
+            "history_changes", [state, f"columns={column_names}", f"extra_columns={extra}"]
+        )
+    return _macro_call("history_changes", [state, f"columns={column_names}"])
+
+
 def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
     note = GENERATED_NOTE.format(config=table.config_file)
     name = table.name
@@ -289,37 +383,35 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
             f"tblproperties={{'hashcdc.hash_version': '{HASH_ALGORITHM_VERSION}'}}",
             f'post_hook="{PRUNE_HOOK}"',
         ],
-        _macro_call(
-            "cdc_state",
-            [
-                f"incoming=ref('stg_{name}')",
-                f"table_name='{name}'",
-                f"extract_type='{table.extract_type}'",
-                f"max_delete_fraction={table.max_delete_fraction}",
-                f"columns={column_names}",
-            ],
-        ),
+        _state_macro_call(table, column_names),
     )
+    keyless = ["counted=true"] if table.is_keyless else []
     current = _sql_model(
         note,
         ["materialized='view'"],
-        _macro_call("current_state", [f"state=ref('{name}_state')", f"columns={column_names}"]),
+        _macro_call(
+            "current_state", [f"state=ref('{name}_state')", f"columns={column_names}", *keyless]
+        ),
     )
     history = _sql_model(
         note,
         [*partitioned, f'pre_hook="{CLEAR_DATE_HOOK}"'],
-        _macro_call("history_changes", [f"state=ref('{name}_state')", f"columns={column_names}"]),
+        _history_macro_call(table, column_names),
     )
+    audit = ["audit=true"] if _is_audit(table) else []
     scd2 = _sql_model(
         note,
         ["materialized='view'"],
-        _macro_call("scd2_versions", [f"history=ref('{name}_history')", f"columns={column_names}"]),
+        _macro_call(
+            "scd2_versions", [f"history=ref('{name}_history')", f"columns={column_names}", *audit]
+        ),
     )
     payload = _payload_columns(table)
     operation_doc = {
         "name": "operation",
         "description": "I insert, U update, N no change, X not supplied by a delta extract "
-        "(kept as it was), D delete (state snapshots and history only).",
+        "or untouched by a change feed (kept as it was), D delete (state snapshots and history "
+        "only), W the watermark row of a change feed's snapshot (state only).",
         "data_type": "string",
     }
     eff_start_doc = {
@@ -354,7 +446,18 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
             }
         )
     keyhash_current = dict(payload[-2])
-    keyhash_current["data_tests"] = ["unique", "not_null"]
+    # Without a key, identical rows appear once per copy.
+    keyhash_current["data_tests"] = ["not_null"] if table.is_keyless else ["unique", "not_null"]
+    feed_state_docs, feed_history_docs = _feed_column_docs(table)
+    history_operations = ["I", "U", "D", "R", "T"] if _is_audit(table) else ["I", "U", "D"]
+    history_description = (
+        f"Every change event of `{name}` applied on each business date (audit mode, "
+        "partitioned), in sequence order: I create, U update, D delete, R snapshot read, "
+        f"T truncate. {note}"
+        if _is_audit(table)
+        else f"Net changes of `{name}` per business date (partitioned): I and U rows with the "
+        f"new values, D rows with the last values before the delete. {note}"
+    )
     properties = {
         "version": 2,
         "models": [
@@ -368,7 +471,8 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
                     f"the previous state. Deleted keys appear once as D rows. {note}"
                 ),
                 "data_tests": state_tests,
-                "columns": payload + [operation_doc, eff_start_doc, business_date_doc],
+                "columns": payload
+                + [operation_doc, eff_start_doc, *feed_state_docs, business_date_doc],
             },
             {
                 "name": f"{name}_current",
@@ -391,19 +495,17 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
             },
             {
                 "name": f"{name}_history",
-                "description": (
-                    f"Net changes of `{name}` per business date (partitioned): I and U rows "
-                    f"with the new values, D rows with the last values before the delete. {note}"
-                ),
+                "description": history_description,
                 "columns": payload
                 + [
                     {
                         **operation_doc,
                         "data_tests": [
-                            {"accepted_values": {"arguments": {"values": ["I", "U", "D"]}}}
+                            {"accepted_values": {"arguments": {"values": history_operations}}}
                         ],
                     },
                     eff_start_doc,
+                    *feed_history_docs,
                     business_date_doc,
                 ],
             },

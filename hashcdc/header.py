@@ -70,7 +70,7 @@ def check_header(spark: SparkSession, table: TableConfig, files: list[str]) -> N
         Listing, per file, the missing, extra or reordered columns.
 
     """
-    expected = [c.name for c in table.columns]
+    expected = table.source_columns
     reports = []
     if table.source.format == "parquet":
         actual = [name.lower() for name in spark.read.parquet(*files).columns]

@@ -21,7 +21,7 @@ import datetime as dt
 import os
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from pyspark.sql.types import (
     ArrayType,
@@ -34,8 +34,16 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from hashcdc.config import ColumnConfig, TableConfig
+from hashcdc.casting import column_failed, column_message, typed_value, values_map
+from hashcdc.config import EVENT_FORMATS, TableConfig
 from hashcdc.errors import HashcdcError, InputDataError
+from hashcdc.feed import (
+    fail_on_conflicting_events,
+    raw_events,
+    raw_table_events,
+    read_event_lines,
+    typed_events,
+)
 from hashcdc.hashing import with_row_hashes
 from hashcdc.header import check_header
 
@@ -99,10 +107,16 @@ def _input_files(spark: SparkSession, path: str) -> list[str]:
 
 
 def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
-    """The extract with every configured column as text, plus the source file name."""
+    """The extract with every source column as text, plus where each row sits.
+
+    JSON event feeds are read as lines (:func:`hashcdc.feed.read_event_lines`).
+    """
+    if table.source.format in EVENT_FORMATS:
+        return read_event_lines(spark, files)
+    names = table.source_columns
     if table.source.format == "parquet":
         frame = spark.read.parquet(*files)
-        selected = [F.col(c.name).cast("string").alias(c.name) for c in table.columns]
+        selected = [F.col(name).cast("string").alias(name) for name in names]
         return frame.select(
             *selected,
             F.lit(None).cast("string").alias(CORRUPT_RECORD_COLUMN),
@@ -112,7 +126,7 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
         )
     options = table.source.csv
     schema = StructType(
-        [StructField(c.name, StringType(), True) for c in table.columns]
+        [StructField(name, StringType(), True) for name in names]
         + [StructField(CORRUPT_RECORD_COLUMN, StringType(), True)]
     )
     frame = (
@@ -138,61 +152,12 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
     )
 
 
-def _typed_value(raw: Column, column: ColumnConfig) -> Column:
-    """Cast a text value to the configured type; null where it does not cast.
-
-    ``try_cast`` trims surrounding white space itself and never raises, whatever
-    ``spark.sql.ansi.enabled`` says.
-    """
-    if column.type == "string":
-        return raw
-    if column.type == "timestamp" and column.format:
-        return F.try_to_timestamp(F.trim(raw), F.lit(column.format))
-    if column.type == "date" and column.format:
-        return F.to_date(F.try_to_timestamp(F.trim(raw), F.lit(column.format)))
-    return raw.try_cast(column.type)
-
-
-def _is_present(raw: Column, column: ColumnConfig) -> Column:
-    """Whether the raw text holds a value ("" is a value for strings only)."""
-    if column.type == "string":
-        return raw.isNotNull()
-    return raw.isNotNull() & (F.trim(raw) != "")
-
-
-def _column_failed(raw: Column, typed: Column, column: ColumnConfig) -> Column:
-    """True when the value does not cast, or is missing where it is required."""
-    # typed first: the left operand of `&` is always evaluated, so Spark computes the cast
-    # once for the flag and the output column (common subexpression elimination).
-    failed = typed.isNull() & raw.isNotNull()
-    if column.type != "string":
-        failed = failed & (F.trim(raw) != "")
-    if not column.nullable:
-        failed = failed | ~_is_present(raw, column)
-    return failed
-
-
-def _column_message(raw: Column, typed: Column, column: ColumnConfig) -> Column:
-    """Why a value cannot be loaded; null when it can."""
-    described = f"column '{column.name}' ({column.type}"
-    described += f", format '{column.format}')" if column.format else ")"
-    present = _is_present(raw, column)
-    message = F.when(
-        present & typed.isNull(),
-        F.concat(F.lit(f"{described}: value '"), raw, F.lit("' does not cast")),
-    )
-    if not column.nullable:
-        what = "key column" if column.key else "non-nullable column"
-        message = message.when(~present, F.lit(f"{what} '{column.name}' is empty"))
-    return message
-
-
 def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
-    typed = {c.name: _typed_value(F.col(c.name), c) for c in table.columns}
+    typed = {c.name: typed_value(F.col(c.name), c) for c in table.columns}
     is_malformed = F.col(CORRUPT_RECORD_COLUMN).isNotNull()
     has_errors = is_malformed
     for column in table.columns:
-        has_errors = has_errors | _column_failed(F.col(column.name), typed[column.name], column)
+        has_errors = has_errors | column_failed(F.col(column.name), typed[column.name], column)
     # Messages are built only for failing rows: a cheap flag guards the costly array.
     messages = F.array_compact(
         F.array(
@@ -203,25 +168,18 @@ def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
                     "with line breaks need source.csv.multiline: true)"
                 ),
             ),
-            *[_column_message(F.col(c.name), typed[c.name], c) for c in table.columns],
+            *[column_message(F.col(c.name), typed[c.name], c) for c in table.columns],
         )
     )
     return raw.select(
         *[typed[c.name].alias(c.name) for c in table.columns],
         F.when(has_errors, messages).alias(ROW_ERRORS_COLUMN),
-        F.when(has_errors, _values_map(table)).alias(RAW_VALUES_COLUMN),
+        F.when(has_errors, values_map(table)).alias(RAW_VALUES_COLUMN),
         F.col(CORRUPT_RECORD_COLUMN).alias(RAW_LINE_COLUMN),
         F.col(SOURCE_FILE_COLUMN),
         F.col(BLOCK_START_COLUMN),
         F.col(ROW_ID_COLUMN),
     )
-
-
-def _values_map(table: TableConfig) -> Column:
-    """Column name -> the value as text, of the frame it is selected from (raw or typed)."""
-    names = F.array(*[F.lit(c.name) for c in table.columns])
-    values = F.array(*[F.col(c.name).cast("string") for c in table.columns])
-    return F.map_from_arrays(names, values)
 
 
 def _mark_superseded_duplicates(frame: DataFrame, table: TableConfig) -> DataFrame:
@@ -249,7 +207,7 @@ def _mark_superseded_duplicates(frame: DataFrame, table: TableConfig) -> DataFra
         F.when(superseded, F.array(reason))
         .otherwise(F.col(ROW_ERRORS_COLUMN))
         .alias(ROW_ERRORS_COLUMN),
-        F.when(superseded, _values_map(table))
+        F.when(superseded, values_map(table))
         .otherwise(F.col(RAW_VALUES_COLUMN))
         .alias(RAW_VALUES_COLUMN),
     )
@@ -291,6 +249,8 @@ def typecast_and_hash(
             f"{table.source.format} data at {path} (source.path in {table.config_file}). "
             "Nothing was written; deliver the extract and re-run the date."
         )
+    if table.is_feed:
+        return _event_stage(spark, table, files, date)
     check_header(spark, table, files)
     typed = _typed_with_errors(_raw_reader(spark, table, files), table)
     hashed = with_row_hashes(typed, list(table.key_columns), list(table.compared_columns))
@@ -301,6 +261,29 @@ def typecast_and_hash(
         *[F.col(c.name) for c in table.columns],
         "keyhash",
         "nonkeyhash",
+        F.lit(date).cast("date").alias("business_date"),
+        F.col(SOURCE_FILE_COLUMN),
+        F.col(ROW_ERRORS_COLUMN),
+        *[F.when(rejected, F.col(name)).alias(name) for name in REJECT_DETAIL_COLUMNS],
+    )
+
+
+def _event_stage(spark: SparkSession, table: TableConfig, files: list[str], date: str) -> DataFrame:
+    """The stage of a change feed: one row per event (see :mod:`hashcdc.feed`)."""
+    if table.source.format in EVENT_FORMATS:
+        raw = raw_events(spark, table, files)
+    else:
+        check_header(spark, table, files)
+        raw = raw_table_events(_raw_reader(spark, table, files), table)
+    events = typed_events(raw, table, values_map(table))
+    rejected = F.col(ROW_ERRORS_COLUMN).isNotNull()
+    return events.select(
+        *[F.col(c.name) for c in table.columns],
+        "keyhash",
+        "nonkeyhash",
+        "before_keyhash",
+        "event_op",
+        "event_sequence",
         F.lit(date).cast("date").alias("business_date"),
         F.col(SOURCE_FILE_COLUMN),
         F.col(ROW_ERRORS_COLUMN),
@@ -352,7 +335,7 @@ def _with_row_numbers(
         (F.sum("_rows").over(earlier) - F.col("_rows")).alias("_rows_before"),
     )
     row_number = F.col("_rows_before") + F.col(ROW_ID_COLUMN) - F.col("_first_row_id") + 1
-    header_lines = 1 if table.source.csv["header"] else 0
+    header_lines = 1 if table.source.csv["header"] and table.source.format == "csv" else 0
     # Quoted line breaks make a row span lines: then only the row number is exact.
     line_number = (
         F.lit(None).cast("bigint")
@@ -463,8 +446,11 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     total, rejected = int(counts["rows"]), int(counts["rejected"])
     if rejected:
         _check_reject_limits(spark, table, date, written, rejected, total)
-    if not table.duplicates_keep_last_by:
-        _fail_on_duplicate_keys(table, date, written.where(F.col(ROW_ERRORS_COLUMN).isNull()))
+    loaded = written.where(F.col(ROW_ERRORS_COLUMN).isNull())
+    if table.is_feed:
+        fail_on_conflicting_events(table, date, loaded)
+    elif not table.duplicates_keep_last_by:
+        _fail_on_duplicate_keys(table, date, loaded)
 
 
 def reject_limit_exceeded(table: TableConfig, rejected: int, total: int) -> str | None:

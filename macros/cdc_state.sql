@@ -6,7 +6,8 @@
 {% macro default__cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction) %}
 {%- if extract_type not in ('full', 'delta') -%}
     {{ exceptions.raise_compiler_error(
-        "cdc_state: extract_type must be 'full' or 'delta', got '" ~ extract_type ~ "'") }}
+        "cdc_state: extract_type must be 'full' or 'delta' (change feeds use cdc_feed_state), got '"
+        ~ extract_type ~ "'") }}
 {%- endif -%}
 {%- set business_date = hashcdc.business_date() -%}
 {%- set previous_date = none -%}

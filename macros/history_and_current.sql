@@ -1,8 +1,11 @@
-{% macro history_changes(state, columns) %}
-    {{ return(adapter.dispatch('history_changes', 'hashcdc')(state, columns)) }}
+{% macro history_changes(state, columns, extra_columns=[]) %}
+    {{ return(adapter.dispatch('history_changes', 'hashcdc')(state, columns, extra_columns)) }}
 {% endmacro %}
 
-{% macro default__history_changes(state, columns) %}
+{% macro default__history_changes(state, columns, extra_columns) %}
+{#- The net changes of the business date: its snapshot's I, U and D rows. extra_columns:
+    change feeds also keep the sequence of the last event applied (and copies, without a
+    key). -#}
 {%- set business_date = hashcdc.business_date() -%}
 with
 
@@ -13,7 +16,7 @@ state_snapshot as (
 
 changes as (
     select
-        {{ hashcdc._column_list(columns) }},
+        {{ hashcdc._column_list(columns + extra_columns) }},
         keyhash,
         nonkeyhash,
         operation,
@@ -27,11 +30,13 @@ select * from changes
 {% endmacro %}
 
 
-{% macro current_state(state, columns) %}
-    {{ return(adapter.dispatch('current_state', 'hashcdc')(state, columns)) }}
+{% macro current_state(state, columns, counted=false) %}
+    {{ return(adapter.dispatch('current_state', 'hashcdc')(state, columns, counted)) }}
 {% endmacro %}
 
-{% macro default__current_state(state, columns) %}
+{% macro default__current_state(state, columns, counted) %}
+{#- The rows of the latest snapshot. counted: a table without a key keeps identical rows
+    once with their number of copies; the current table shows each copy as a row. -#}
 with
 
 state_snapshots as (
@@ -51,7 +56,10 @@ current_rows as (
         operation,
         eff_start_date
     from latest_snapshot
-    where operation != 'D'
+    {%- if counted %}
+    lateral view explode(sequence(1, copies)) copy_numbers as copy_number
+    {%- endif %}
+    where operation in ('I', 'U', 'N', 'X')
 )
 
 select * from current_rows
@@ -103,18 +111,42 @@ select * from current_rows
 {% endmacro %}
 
 
-{% macro scd2_versions(history, columns) %}
-    {{ return(adapter.dispatch('scd2_versions', 'hashcdc')(history, columns)) }}
+{% macro scd2_versions(history, columns, audit=false) %}
+    {{ return(adapter.dispatch('scd2_versions', 'hashcdc')(history, columns, audit)) }}
 {% endmacro %}
 
-{% macro default__scd2_versions(history, columns) %}
+{% macro default__scd2_versions(history, columns, audit) %}
 {#- Every version of every key from the history, with explicit validity: a version is
     valid from its business date until the next change of its key. A delete is a version
-    of its own (is_deleted), valid until the key is inserted again. -#}
+    of its own (is_deleted), valid until the key is inserted again. audit: the history of
+    a change feed holds every event; versions follow the event sequence within a date, and
+    an update that moves a row to another key ends the old key's version. -#}
 with
 
 changes as (
-    select * from {{ history }}
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        operation,
+        business_date,
+        {{ "event_sequence" if audit else "cast(null as int) as event_sequence" }}
+    from {{ history }}
+    {%- if audit %}
+    where operation != 'T'
+    union all
+    select
+        {%- for column in columns %}
+        null as {{ adapter.quote(column) }},
+        {%- endfor %}
+        before_keyhash as keyhash,
+        null as nonkeyhash,
+        'D' as operation,
+        business_date,
+        event_sequence
+    from {{ history }}
+    where before_keyhash is not null
+    {%- endif %}
 ),
 
 versions as (
@@ -125,7 +157,7 @@ versions as (
         operation,
         business_date as valid_from,
         lead(business_date) over (
-            partition by keyhash order by business_date
+            partition by keyhash order by business_date, event_sequence
         ) as valid_to
     from changes
 ),
@@ -175,7 +207,7 @@ previous_versions as (
     where false
     {%- else %}
     from {{ state }}
-    where business_date = date'{{ previous_date }}' and operation != 'D'
+    where business_date = date'{{ previous_date }}' and operation not in ('D', 'W')
     {%- endif %}
 ),
 

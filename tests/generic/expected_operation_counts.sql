@@ -16,7 +16,7 @@ snapshot as (
 actual_current as (
     select 'current' as relation, operation, count(*) as row_count
     from snapshot
-    where operation != 'D'
+    where operation in ('I', 'U', 'N', 'X')
     group by operation
 ),
 

@@ -6,7 +6,9 @@
       previous state rows            = U + N + D + X
       new state rows (I + U + N + X) = previous state rows + I - D
     a delta extract never tags D, and a full extract tags X only for keys whose row was
-    rejected (kept as they were): X <= rejected rows.
+    rejected (kept as they were): X <= rejected rows. For a change feed (extract_type
+    changes) the rows touched are at most the events loaded (I + U + N <= loaded events,
+    instead of the first rule), and every snapshot has exactly one watermark (W) row.
     Fails with one row per broken rule.
 -#}
 {%- set requested = var('business_date', none) -%}
@@ -31,7 +33,8 @@ operation_counts as (
         count_if(operation = 'N') as unchanged,
         count_if(operation = 'D') as deleted,
         count_if(operation = 'X') as not_supplied,
-        count_if(operation != 'D') as new_state_rows
+        count_if(operation = 'W') as watermark_rows,
+        count_if(operation in ('I', 'U', 'N', 'X')) as new_state_rows
     from snapshot
 ),
 
@@ -48,16 +51,30 @@ previous_state_rows as (
     select cast(0 as bigint) as row_count
     {%- else %}
     select count(*) as row_count from {{ model }}
-    where business_date = date'{{ previous_date }}' and operation != 'D'
+    where business_date = date'{{ previous_date }}' and operation in ('I', 'U', 'N', 'X')
     {%- endif %}
 ),
 
 rules as (
+    {%- if extract_type == 'changes' %}
+    select
+        'I + U + N <= loaded events' as rule,
+        least(inserted + updated + unchanged, incoming_rows.row_count) as expected,
+        inserted + updated + unchanged as actual
+    from operation_counts cross join incoming_rows
+    union all
+    select
+        'one watermark row' as rule,
+        1 as expected,
+        watermark_rows as actual
+    from operation_counts
+    {%- else %}
     select
         'loaded incoming rows = I + U + N' as rule,
         incoming_rows.row_count as expected,
         inserted + updated + unchanged as actual
     from operation_counts cross join incoming_rows
+    {%- endif %}
     union all
     select
         'previous state rows = U + N + D + X' as rule,
@@ -70,14 +87,15 @@ rules as (
         previous_state_rows.row_count + inserted - deleted as expected,
         new_state_rows as actual
     from operation_counts cross join previous_state_rows
-    union all
     {%- if extract_type == 'full' %}
+    union all
     select
         'X rows <= rejected rows in a full extract' as rule,
         least(not_supplied, rejected_count) as expected,
         not_supplied as actual
     from operation_counts cross join incoming_rows
-    {%- else %}
+    {%- elif extract_type == 'delta' %}
+    union all
     select
         'no D rows in a delta extract' as rule,
         0 as expected,

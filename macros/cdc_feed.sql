@@ -1,0 +1,320 @@
+{% macro cdc_feed_state(incoming, table_name, columns, keyless=false) %}
+    {{ return(adapter.dispatch('cdc_feed_state', 'hashcdc')(
+        incoming, table_name, columns, keyless)) }}
+{% endmacro %}
+
+{% macro default__cdc_feed_state(incoming, table_name, columns, keyless) %}
+{#- The state after a date's change events: the events above the previous watermark,
+    in sequence order, net per key, applied to the previous snapshot. One 'W' row per
+    snapshot carries the table's watermark (the greatest sequence applied so far). -#}
+{%- set business_date = hashcdc.business_date() -%}
+{%- set previous_date = none -%}
+{%- if is_incremental() -%}
+    {%- do hashcdc.assert_business_date_in_order(this, business_date, table_name) -%}
+    {%- do hashcdc.assert_hash_version(this, table_name) -%}
+    {%- set previous_date = hashcdc.previous_state_date(this, business_date) -%}
+{%- endif -%}
+{%- set state_columns = columns + (['copies'] if keyless else []) -%}
+with
+
+{{ hashcdc.feed_applied_events(incoming, this if previous_date else none, previous_date, columns) }},
+
+previous_state as (
+    {%- if previous_date is none %}
+    select
+        {{ hashcdc._column_list(columns) }},
+        {{- "\n        cast(1 as bigint) as copies," if keyless }}
+        keyhash,
+        nonkeyhash,
+        event_sequence,
+        cast(null as date) as eff_start_date
+    from applied_events
+    where false
+    {%- else %}
+    select
+        {{ hashcdc._column_list(state_columns) }},
+        keyhash,
+        nonkeyhash,
+        event_sequence,
+        eff_start_date
+    from {{ this }}
+    where business_date = date'{{ previous_date }}' and operation not in ('D', 'W')
+    {%- endif %}
+),
+
+last_truncate as (
+    {#- Everything before the latest truncate of the date is void. -#}
+    select max(event_sequence) as truncated_at
+    from applied_events
+    where event_op = 't'
+),
+
+key_events as (
+    {#- Each event as a change of one key; an update that moves a row to another key
+        (or, without a key, any update) is also a removal of its before key. -#}
+    select
+        keyhash,
+        event_sequence,
+        event_op in ('c', 'u', 'r') as is_upsert,
+        {{ "if(event_op = 'd', -1, 1) as copies_delta," if keyless }}
+        nonkeyhash,
+        struct(
+            {{ hashcdc._column_list(columns, indent=12) }}
+        ) as event_row
+    from applied_events
+    where event_op != 't'
+    union all
+    select
+        before_keyhash as keyhash,
+        event_sequence,
+        false as is_upsert,
+        {{ "-1 as copies_delta," if keyless }}
+        null as nonkeyhash,
+        null as event_row
+    from applied_events
+    where before_keyhash is not null
+),
+
+key_events_after_truncate as (
+    select key_events.*
+    from key_events
+    cross join last_truncate
+    where
+        last_truncate.truncated_at is null
+        or key_events.event_sequence > last_truncate.truncated_at
+),
+
+{%- if not keyless %}
+ranked_key_events as (
+    select
+        key_events_after_truncate.*,
+        row_number() over (
+            partition by keyhash order by event_sequence desc, is_upsert desc
+        ) as recency
+    from key_events_after_truncate
+),
+
+{% endif -%}
+net_key_events as (
+    {%- if keyless %}
+    {#- Without a key, identical rows are counted: the net effect is the sum of the
+        copies the events add and remove. -#}
+    select
+        keyhash,
+        sum(copies_delta) as copies_delta,
+        true as is_upsert,
+        max_by(nonkeyhash, if(event_row is null, null, event_sequence)) as nonkeyhash,
+        max_by(event_row, if(event_row is null, null, event_sequence)) as event_row,
+        max(event_sequence) as event_sequence
+    from key_events_after_truncate
+    group by keyhash
+    {%- else %}
+    {#- With a key, the latest event of each key wins. -#}
+    select
+        keyhash,
+        is_upsert,
+        nonkeyhash,
+        event_row,
+        event_sequence
+    from ranked_key_events
+    where recency = 1
+    {%- endif %}
+),
+
+compared as (
+    select
+        net_key_events.keyhash as event_keyhash,
+        net_key_events.is_upsert,
+        net_key_events.nonkeyhash as event_nonkeyhash,
+        net_key_events.event_row,
+        net_key_events.event_sequence,
+        previous_state.keyhash as previous_keyhash,
+        previous_state.nonkeyhash as previous_nonkeyhash,
+        previous_state.eff_start_date as previous_eff_start_date,
+        previous_state.event_sequence as previous_event_sequence,
+        struct(
+            {{ hashcdc._column_list(columns, 'previous_state', indent=12) }}
+        ) as previous_row,
+        {%- if keyless %}
+        coalesce(previous_state.copies, 0) as previous_copies,
+        greatest(
+            0,
+            if(last_truncate.truncated_at is null, coalesce(previous_state.copies, 0), 0)
+            + coalesce(net_key_events.copies_delta, 0)
+        ) as new_copies,
+        {%- endif %}
+        last_truncate.truncated_at
+    from net_key_events
+    full outer join previous_state
+        on net_key_events.keyhash = previous_state.keyhash
+    cross join last_truncate
+),
+
+operations_tagged as (
+    select
+        case
+            {%- if keyless %}
+            when previous_copies = 0 and new_copies = 0 then null
+            when previous_copies = 0 then 'I'
+            when new_copies = 0 then 'D'
+            when new_copies != previous_copies then 'U'
+            when event_keyhash is not null then 'N'
+            else 'X'
+            {%- else %}
+            when event_keyhash is null and truncated_at is not null then 'D'
+            when event_keyhash is null then 'X'
+            when not is_upsert and previous_keyhash is null then null
+            when not is_upsert then 'D'
+            when previous_keyhash is null then 'I'
+            when event_nonkeyhash != previous_nonkeyhash then 'U'
+            else 'N'
+            {%- endif %}
+        end as operation,
+        coalesce(event_keyhash, previous_keyhash) as keyhash,
+        compared.*
+    from compared
+),
+
+new_state as (
+    select
+        if(operation in ('I', 'U') and event_row is not null, event_row, previous_row)
+            as state_row,
+        {%- if keyless %}
+        if(operation = 'D', previous_copies, new_copies) as copies,
+        {%- endif %}
+        keyhash,
+        if(
+            operation in ('I', 'U'),
+            coalesce(event_nonkeyhash, previous_nonkeyhash),
+            previous_nonkeyhash
+        ) as nonkeyhash,
+        operation,
+        if(
+            operation in ('I', 'U', 'D'), date'{{ business_date }}', previous_eff_start_date
+        ) as eff_start_date,
+        case
+            when operation = 'X' then previous_event_sequence
+            else coalesce(event_sequence, truncated_at)
+        end as event_sequence
+    from operations_tagged
+    where operation is not null
+),
+
+watermark as (
+    select
+        null as keyhash,
+        'W' as operation,
+        greatest(
+            (select max(watermark) from previous_watermark),
+            (select max(event_sequence) from applied_events)
+        ) as event_sequence
+),
+
+final as (
+    select
+        {{ hashcdc._column_list(columns, 'state_row') }},
+        {{- "\n        copies," if keyless }}
+        keyhash,
+        nonkeyhash,
+        operation,
+        eff_start_date,
+        event_sequence,
+        date'{{ business_date }}' as business_date
+    from new_state
+    union all
+    select
+        {%- for column in state_columns %}
+        null as {{ adapter.quote(column) }},
+        {%- endfor %}
+        keyhash,
+        null as nonkeyhash,
+        operation,
+        null as eff_start_date,
+        event_sequence,
+        date'{{ business_date }}' as business_date
+    from watermark
+)
+
+select * from final
+{% endmacro %}
+
+
+{% macro feed_applied_events(incoming, state, previous_date, columns) %}
+    {{ return(adapter.dispatch('feed_applied_events', 'hashcdc')(
+        incoming, state, previous_date, columns)) }}
+{% endmacro %}
+
+{% macro default__feed_applied_events(incoming, state, previous_date, columns) %}
+{#- CTEs previous_watermark, delivered_events and applied_events: the date's loaded events
+    above the watermark of the previous snapshot, each once (a file delivered twice, or an
+    event re-sent, is applied once). -#}
+{%- set business_date = hashcdc.business_date() -%}
+previous_watermark as (
+    select event_sequence as watermark
+    {%- if previous_date is none %}
+    from {{ incoming }}
+    where false
+    {%- else %}
+    from {{ state }}
+    where business_date = date'{{ previous_date }}' and operation = 'W'
+    {%- endif %}
+),
+
+delivered_events as (
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        before_keyhash,
+        event_op,
+        event_sequence
+    from {{ incoming }}
+    where business_date = date'{{ business_date }}' and _row_errors is null
+),
+
+applied_events as (
+    select distinct delivered_events.*
+    from delivered_events
+    left join previous_watermark
+        on true
+    where
+        previous_watermark.watermark is null
+        or delivered_events.event_sequence > previous_watermark.watermark
+)
+{%- endmacro %}
+
+
+{% macro feed_events_history(incoming, state, columns) %}
+    {{ return(adapter.dispatch('feed_events_history', 'hashcdc')(incoming, state, columns)) }}
+{% endmacro %}
+
+{% macro default__feed_events_history(incoming, state, columns) %}
+{#- Audit history: every event applied on the business date, with its sequence. -#}
+{%- set business_date = hashcdc.business_date() -%}
+{%- set previous_date = hashcdc.previous_state_date(state, business_date) -%}
+with
+
+{{ hashcdc.feed_applied_events(incoming, state, previous_date, columns) }},
+
+final as (
+    select
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        before_keyhash,
+        case event_op
+            when 'c' then 'I'
+            when 'u' then 'U'
+            when 'd' then 'D'
+            when 'r' then 'R'
+            when 't' then 'T'
+        end as operation,
+        event_op,
+        event_sequence,
+        date'{{ business_date }}' as eff_start_date,
+        date'{{ business_date }}' as business_date
+    from applied_events
+)
+
+select * from final
+{% endmacro %}
