@@ -15,6 +15,7 @@ class Event:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     lsn: int
+    source: dict[str, Any] | None = None
 
     def debezium_json(self, wrapped: bool = False) -> str:
         """The event as one line of Debezium JSON (``wrapped``: with the schema wrapper)."""
@@ -23,7 +24,8 @@ class Event:
             "after": self.after,
             "op": self.op,
             "ts_ms": 1_700_000_000_000 + self.lsn,
-            "source": {"connector": "postgresql", "lsn": self.lsn, "txId": self.lsn // 10},
+            "source": self.source
+            or {"connector": "postgresql", "lsn": self.lsn, "txId": self.lsn // 10},
         }
         if wrapped:
             envelope = {"schema": {"type": "struct", "optional": False}, "payload": envelope}
