@@ -434,14 +434,14 @@ def _parse_changes(
                 "changes.operation_column", f"not used by format '{source.format}' (it has op)"
             )
             operation_column = None
-    elif not isinstance(operation_column, str) or not NAME_PATTERN.match(operation_column):
-        problems.add(
-            "changes.operation_column",
-            f"a {source.format} feed needs the name of its operation column (values c/u/d/r/t "
-            f"or insert/update/delete/read/truncate), got {operation_column!r}",
-        )
-        operation_column = None
     else:
+        if not isinstance(operation_column, str) or not NAME_PATTERN.match(operation_column):
+            problems.add(
+                "changes.operation_column",
+                f"a {source.format} feed needs the name of its operation column (values "
+                f"c/u/d/r/t or insert/update/delete/read/truncate), got {operation_column!r}",
+            )
+            operation_column = None
         for item in fields:
             if "." in item.field:
                 problems.add(

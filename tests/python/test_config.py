@@ -88,7 +88,7 @@ surprise: 1
     text_of = "\n".join(problems)
     for expected in [
         "tables/t.yml: name:",
-        "tables/t.yml: extract_type: must be one of full, delta, got 'weekly'",
+        "tables/t.yml: extract_type: must be one of full, delta, changes, got 'weekly'",
         "tables/t.yml: source.path: must be a path template containing {business_date}",
         "tables/t.yml: source.format:",
         "tables/t.yml: source.csv.delimiter: must be a single character",
@@ -172,3 +172,85 @@ def test_bad_reject_limits_and_keep_last_column_are_reported() -> None:
     ]
     _, problems = parse(BASE + "duplicates_keep_last_by: id\n")
     assert problems == ["tables/t.yml: duplicates_keep_last_by: must be a non-key column"]
+
+
+FEED = """
+name: t
+extract_type: changes
+source: {path: 'landing/t/{business_date}/*.json', format: debezium}
+changes:
+  sequence_by: [source.file, {field: source.pos, type: bigint}, source.row]
+  history: audit
+columns:
+  - {name: id, type: int, key: true}
+  - {name: name, type: string}
+  - {name: changed_at, type: timestamp, format: epoch_micros, ignore: true}
+"""
+
+
+def test_a_change_feed_config_round_trips() -> None:
+    config, problems = parse(FEED)
+    assert problems == []
+    assert config.is_feed and not config.is_keyless
+    fields = [(f.field, f.type, f.alias) for f in config.changes.sequence_by]
+    assert fields == [
+        ("source.file", "string", "source_file"),
+        ("source.pos", "bigint", "source_pos"),
+        ("source.row", "bigint", "source_row"),
+    ]
+    assert config.changes.history == "audit"
+    assert type(config).from_dict(config.to_dict()) == config
+
+
+def test_a_feed_without_a_key_counts_identical_rows() -> None:
+    config, problems = parse(FEED.replace(", key: true", ""))
+    assert problems == []
+    assert config.is_keyless
+    assert [c.name for c in config.key_columns] == ["id", "name"]
+    assert config.compared_columns == ()
+
+
+def test_csv_feeds_need_an_operation_column_and_their_own_sequence_columns() -> None:
+    text = FEED.replace("format: debezium", "format: csv").replace("*.json", "*.csv")
+    _, problems = parse(text)
+    assert any("changes.operation_column: a csv feed needs" in p for p in problems)
+    assert any("'source.file': a csv feed orders by its own columns" in p for p in problems)
+    config, problems = parse(
+        text.replace(
+            "sequence_by: [source.file, {field: source.pos, type: bigint}, source.row]",
+            "sequence_by: [seq]\n  operation_column: op",
+        )
+    )
+    assert problems == []
+    assert config.source_columns == ["id", "name", "changed_at", "op", "seq"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("  history: audit", "changes.history: must be one of net, audit"),
+        ("  sequence_by: []", "changes.sequence_by: must be a non-empty list"),
+        ("extract_type: changes", "extract_type: must be one of"),
+    ],
+)
+def test_bad_feed_configs_are_reported(change: str, message: str) -> None:
+    replacements = {
+        "  history: audit": "  history: everything",
+        "  sequence_by: []": "  sequence_by: []",
+        "extract_type: changes": "extract_type: log",
+    }
+    text = FEED.replace(change, replacements[change])
+    if change.startswith("  sequence_by"):
+        text = FEED.replace(
+            "  sequence_by: [source.file, {field: source.pos, type: bigint}, source.row]",
+            "  sequence_by: []",
+        )
+    _, problems = parse(text)
+    assert any(message in p for p in problems), problems
+
+
+def test_changes_block_and_event_formats_belong_to_feeds() -> None:
+    text = FEED.replace("extract_type: changes", "extract_type: full")
+    _, problems = parse(text)
+    assert "tables/t.yml: changes: only for extract_type: changes" in problems
+    assert any("'debezium' carries change events" in p for p in problems)

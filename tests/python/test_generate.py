@@ -79,3 +79,26 @@ def test_validate_exits_non_zero_with_every_problem(tmp_path: Path, capsys) -> N
 
 def test_repository_models_match_its_tables() -> None:
     assert generate.check(REPO, load_table_configs(REPO / "tables")) == []
+
+
+def test_change_feeds_get_thin_feed_models(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    (project / "tables" / "orders.yml").write_text(
+        CONFIG.replace("extract_type: delta", "extract_type: changes")
+        .replace(", key: true", "")
+        .replace("orders/{business_date}.csv'}", "orders/{business_date}/*', format: debezium}")
+        + "changes: {sequence_by: [source.lsn], history: audit}\n"
+    )
+    generate.write(project, load_table_configs(project / "tables"))
+    models = project / "models/orders"
+    state = (models / "orders_state.sql").read_text()
+    assert "hashcdc.cdc_feed_state(" in state and "keyless=true" in state
+    assert "hashcdc.current_state(" in (models / "orders_current.sql").read_text()
+    assert "counted=true" in (models / "orders_current.sql").read_text()
+    history = (models / "orders_history.sql").read_text()
+    assert "hashcdc.feed_events_history(" in history and "ref('stg_orders')" in history
+    assert "audit=true" in (models / "orders_scd2.sql").read_text()
+    properties = (models / "_orders__models.yml").read_text()
+    assert "extract_type: changes" in properties and "- R\n" in properties
+    for path in models.glob("*.sql"):
+        assert len(path.read_text().splitlines()) < 30, path
