@@ -328,3 +328,42 @@ def fail_on_conflicting_events(table: TableConfig, date: str, loaded: DataFrame)
         + f"\nAdd a field that tells them apart to changes.sequence_by in {table.config_file} "
         "(e.g. source.row after source.pos for a MySQL binlog) and re-run the date."
     )
+
+
+def report_skipped_events(
+    spark: SparkSession, table: TableConfig, date: str, loaded: DataFrame, state: str
+) -> int:
+    """Say how many loaded events are at or below the table's watermark (and so skipped).
+
+    Re-delivered events are expected and change nothing; but an event that arrives after
+    later events were applied is late, and is skipped too: the message says how to apply it.
+    Returns the number of skipped events.
+    """
+    if not spark.catalog.tableExists(state):
+        return 0
+    watermark = (
+        spark.table(state)
+        .where((F.col("operation") == "W") & (F.col("business_date") < F.lit(date).cast("date")))
+        .orderBy(F.col("business_date").desc())
+        .select(F.col("event_sequence").alias("_watermark"))
+        .limit(1)
+    )
+    counted = (
+        loaded.crossJoin(F.broadcast(watermark))
+        .groupBy("_watermark")
+        .agg(F.count_if(F.col("event_sequence") <= F.col("_watermark")).alias("skipped"))
+        .collect()
+    )
+    if not counted:
+        return 0
+    skipped = int(counted[0]["skipped"])
+    watermark_value = tuple(counted[0]["_watermark"])
+    if skipped:
+        print(
+            f"hashcdc: table '{table.name}', business date {date}: {skipped} event(s) at or "
+            f"below the watermark {watermark_value} were skipped. Re-delivered events change "
+            "nothing; an event that arrived after later ones were applied is late: put its file "
+            "in the landing folder of the date it belongs to and run `hashcdc replay --from "
+            "<that date>` to apply it in order."
+        )
+    return skipped

@@ -42,6 +42,7 @@ from hashcdc.feed import (
     raw_events,
     raw_table_events,
     read_event_lines,
+    report_skipped_events,
     typed_events,
 )
 from hashcdc.hashing import with_row_hashes
@@ -449,6 +450,7 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     loaded = written.where(F.col(ROW_ERRORS_COLUMN).isNull())
     if table.is_feed:
         fail_on_conflicting_events(table, date, loaded)
+        report_skipped_events(spark, table, date, loaded, f"{dbt.this.schema}.{table.name}_state")
     elif not table.duplicates_keep_last_by:
         _fail_on_duplicate_keys(table, date, loaded)
 

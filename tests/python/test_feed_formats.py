@@ -43,7 +43,7 @@ def _history(project: Any, table: str, business_date: str) -> list[tuple]:
     return sorted(tuple(r.values()) for r in rows)
 
 
-def test_event_formats_ordering_and_bad_events(project: Any) -> None:
+def test_event_formats_ordering_and_bad_events(project: Any, capfd: Any) -> None:
     project.add_table(
         {
             **feed_config("orders_flat", ORDER, "debezium_flat", sequence_by=["__lsn"]),
@@ -132,6 +132,10 @@ def test_event_formats_ordering_and_bad_events(project: Any) -> None:
     )
     outcome = project.build(DATES[1])
     assert outcome.success, outcome.text
+    assert (
+        "table 'orders_binlog', business date 2024-06-02: 1 event(s) at or below the watermark "
+        "('mysql-bin.000010', 4) were skipped" in capfd.readouterr().out
+    )
     assert _amounts(project, "orders_flat_current") == {1: "11.00", 3: "3.00", 4: "4.00"}
     assert _history(project, "orders_flat", DATES[1]) == [
         ("D", 2, "20.00"),
