@@ -203,6 +203,8 @@ def _cmd_datagen(args: argparse.Namespace) -> int:
         output=args.output,
         seed=args.seed,
         extract_type=args.extract_type,
+        redeliver=args.redeliver,
+        out_of_order=args.out_of_order,
     )
     written = datagen.generate_extracts(spark, options, project_dir)
     for path in written:
@@ -356,9 +358,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen_data.add_argument(
         "--extract-type",
-        choices=["full", "delta"],
+        choices=["full", "delta", "changes"],
         default="full",
-        help="delta: later dates hold only the new and updated rows",
+        help="delta: later dates hold only the new and updated rows; changes: Debezium JSON "
+        "change events",
+    )
+    gen_data.add_argument(
+        "--redeliver",
+        action="store_true",
+        help="changes: put the previous date's files into each date's folder again",
+    )
+    gen_data.add_argument(
+        "--out-of-order",
+        action="store_true",
+        help="changes: shuffle each date's events over several files",
     )
     gen_data.add_argument("--seed", type=int, default=42)
     gen_data.add_argument("--target", help="profile target (default: local)")

@@ -7,7 +7,13 @@ stay as they were, and rows beyond the previous count (``incremental_records`` l
 ``initial_records``) are new keys. Counts are exact: rows are picked per date by an affine
 permutation of their position, not by sampling. With ``extract_type: delta`` the later
 extracts hold only the rows that are new or updated that date (a delta cannot say that a
-key was deleted: the replaced keys are simply not supplied).
+key was deleted: the replaced keys are simply not supplied). With ``extract_type: changes``
+each date is a Debezium change feed (JSON lines): snapshot reads (``r``) of every row on
+the first date, then per date a delete (``d``, before image) and a create (``c``) for each
+replaced key, an update (``u``, before and after images) for each updated row and a create
+for each new key, ordered by ``source.lsn``. ``redeliver`` also puts the previous date's
+files into each date's folder again; ``out_of_order`` writes each date's events shuffled
+over several files, so no file and no line order follows the log.
 
 Every value is a pure function of (seed, position, dates): keys are uuid-shaped MD5s of
 the date and position a row was born at, non-key values are doubles in [0, 1) from a
@@ -18,6 +24,7 @@ row, and the output is identical for the same options, whatever the partitioning
 from __future__ import annotations
 
 import math
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +52,8 @@ class DatagenOptions:
     seed: int = 42
     extract_type: str = "full"
     expected_counts_seed: str | None = None
+    redeliver: bool = False
+    out_of_order: bool = False
 
     @property
     def later_records(self) -> int:
@@ -64,10 +73,12 @@ class DatagenOptions:
             raise HashcdcError(
                 "datagen: need initial records >= 1 and incremental records >= initial records"
             )
-        if self.extract_type not in ("full", "delta"):
+        if self.extract_type not in ("full", "delta", "changes"):
             raise HashcdcError(
-                f"datagen: extract type must be full or delta, got {self.extract_type!r}"
+                f"datagen: extract type must be full, delta or changes, got {self.extract_type!r}"
             )
+        if (self.redeliver or self.out_of_order) and self.extract_type != "changes":
+            raise HashcdcError("datagen: redeliver and out_of_order are for change feeds")
         if self.key_columns < 1 or self.non_key_columns < 0:
             raise HashcdcError("datagen: need at least one key column")
         if not self.dates:
@@ -109,6 +120,8 @@ def _evolve(frame: DataFrame, options: DatagenOptions, day: int, previous_count:
         F.when(is_new | is_updated, F.lit(day))
         .otherwise(F.col("version_day"))
         .alias("version_day"),
+        F.col("born_day").alias("previous_born_day"),
+        F.col("version_day").alias("previous_version_day"),
     )
 
 
@@ -117,23 +130,80 @@ def _uuid_text(digest: Column) -> Column:
     return F.concat_ws("-", *[F.substring(digest, start, length) for start, length in parts])
 
 
-def _extract(frame: DataFrame, options: DatagenOptions) -> DataFrame:
+def _image(options: DatagenOptions, born_day: Column, version_day: Column) -> list[Column]:
+    """The row's columns for a version (born on ``born_day``, last changed ``version_day``)."""
     keys = [
         _uuid_text(
-            F.md5(F.concat_ws(":", F.lit(options.seed), "born_day", "position", F.lit(k)))
+            F.md5(F.concat_ws(":", F.lit(options.seed), born_day, "position", F.lit(k)))
         ).alias(f"key_{k}")
         for k in range(1, options.key_columns + 1)
     ]
     values = [
         (
-            _mixed(
-                options.seed, F.col("born_day"), F.col("position"), F.col("version_day"), j
-            ).cast("double")
+            _mixed(options.seed, born_day, F.col("position"), version_day, j).cast("double")
             / F.lit(float(2**63))
         ).alias(f"value_{j}")
         for j in range(1, options.non_key_columns + 1)
     ]
-    return frame.select(*keys, *values)
+    return keys + values
+
+
+def _extract(frame: DataFrame, options: DatagenOptions) -> DataFrame:
+    return frame.select(*_image(options, F.col("born_day"), F.col("version_day")))
+
+
+def _change_events(
+    frame: DataFrame, options: DatagenOptions, day: int, previous_count: int
+) -> DataFrame:
+    """The Debezium events that turn the previous date's rows into this date's, as JSON.
+
+    ``frame`` holds this date's ``born_day``/``version_day`` and the previous date's as
+    ``previous_born_day``/``previous_version_day``.
+    """
+    after = F.struct(*_image(options, F.col("born_day"), F.col("version_day")))
+    before = F.struct(*_image(options, F.col("previous_born_day"), F.col("previous_version_day")))
+    is_old = F.col("position") < previous_count
+    replaced = is_old & (F.col("born_day") != F.col("previous_born_day"))
+    updated = is_old & ~replaced & (F.col("version_day") != F.col("previous_version_day"))
+    first_lsn = F.lit(day * 10**11) + F.col("position") * 2
+
+    # A typed null: every event struct has the same type, with or without an image.
+    no_before, no_after = F.when(F.lit(False), before), F.when(F.lit(False), after)
+
+    def event(op: str, before_image: Column, after_image: Column, k: int) -> Column:
+        return F.struct(
+            F.lit(op).alias("op"),
+            before_image.alias("before"),
+            after_image.alias("after"),
+            (first_lsn + k).alias("lsn"),
+        )
+
+    if day == 1:
+        events = F.array(event("r", no_before, after, 0))
+    else:
+        events = (
+            F.when(
+                replaced,
+                F.array(event("d", before, no_after, 0), event("c", no_before, after, 1)),
+            )
+            .when(updated, F.array(event("u", before, after, 1)))
+            .when(~is_old, F.array(event("c", no_before, after, 1)))
+        )
+    events = F.coalesce(events, F.array_repeat(event("r", no_before, no_after, 0), 0))
+    exploded = frame.select(F.explode(events).alias("event"))
+    envelope = F.struct(
+        F.col("event.before").alias("before"),
+        F.col("event.after").alias("after"),
+        F.col("event.op").alias("op"),
+        (F.lit(1_560_000_000_000) + F.col("event.lsn") % 10**9).alias("ts_ms"),
+        F.struct(F.lit("datagen").alias("connector"), F.col("event.lsn").alias("lsn")).alias(
+            "source"
+        ),
+    )
+    return exploded.select(
+        F.to_json(envelope, {"ignoreNullFields": "false"}).alias("value"),
+        F.col("event.lsn").alias("lsn"),
+    )
 
 
 def table_config(options: DatagenOptions) -> dict[str, object]:
@@ -152,11 +222,20 @@ def table_config(options: DatagenOptions) -> dict[str, object]:
             f"{options.key_columns} uuid key columns, {options.non_key_columns} random doubles."
         ),
         "extract_type": options.extract_type,
-        "source": {
-            "path": f"{options.output_folder}/{{business_date}}",
-            "format": "csv",
-            "csv": {"delimiter": ",", "header": True},
-        },
+        "source": (
+            {"path": f"{options.output_folder}/{{business_date}}", "format": "debezium"}
+            if options.extract_type == "changes"
+            else {
+                "path": f"{options.output_folder}/{{business_date}}",
+                "format": "csv",
+                "csv": {"delimiter": ",", "header": True},
+            }
+        ),
+        **(
+            {"changes": {"sequence_by": ["source.lsn"]}}
+            if options.extract_type == "changes"
+            else {}
+        ),
         "columns": columns,
         **(
             {"expected_counts_seed": options.expected_counts_seed}
@@ -164,6 +243,22 @@ def table_config(options: DatagenOptions) -> dict[str, object]:
             else {}
         ),
     }
+
+
+def _write_feed(events: DataFrame, options: DatagenOptions, day: int, folder: Path) -> None:
+    """One date's events as JSON lines: in log order in one file, or shuffled over several."""
+    if options.out_of_order:
+        events = events.orderBy(F.rand(options.seed + day)).repartition(3)
+    else:
+        events = events.orderBy("lsn").coalesce(1)
+    events.select("value").write.mode("overwrite").text(str(folder))
+
+
+def _redeliver(previous_folder: Path, folder: Path) -> None:
+    """Deliver the previous date's files again, next to this date's."""
+    for path in sorted(previous_folder.iterdir()):
+        if path.is_file() and not path.name.startswith(("_", ".", "redelivered-")):
+            shutil.copyfile(path, folder / f"redelivered-{previous_folder.name}-{path.name}")
 
 
 def generate_extracts(
@@ -187,9 +282,14 @@ def generate_extracts(
         options.later_records,
         numPartitions=max(2, options.later_records // 2_000_000),
     ).withColumnRenamed("id", "position")
-    frame = positions.select("position", F.lit(1).alias("born_day"), F.lit(1).alias("version_day"))
+    frame = positions.select(
+        "position",
+        *[F.lit(1).alias(name) for name in ("born_day", "version_day")],
+        *[F.lit(1).alias(name) for name in ("previous_born_day", "previous_version_day")],
+    )
     row_count = options.initial_records
     for day, business_date in enumerate(options.dates, start=1):
+        previous_count = row_count
         if day > 1:
             frame = _evolve(frame, options, day, row_count)
             row_count = options.later_records
@@ -197,6 +297,12 @@ def generate_extracts(
         frame = frame.localCheckpoint(eager=True) if day % 8 == 0 else frame
         folder = output_root / business_date
         rows = frame.where(F.col("position") < row_count)
+        if options.extract_type == "changes":
+            _write_feed(_change_events(rows, options, day, previous_count), options, day, folder)
+            if options.redeliver and day > 1:
+                _redeliver(output_root / options.dates[day - 2], folder)
+            written.append(folder)
+            continue
         if options.extract_type == "delta" and day > 1:
             rows = rows.where(F.col("version_day") == day)
         (_extract(rows, options).write.mode("overwrite").option("header", True).csv(str(folder)))

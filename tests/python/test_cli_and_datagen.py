@@ -105,3 +105,62 @@ def test_cli_run_refuses_unknown_tables_and_stale_models(project: Any, capsys: A
         assert "run `hashcdc generate` first" in capsys.readouterr().err
     finally:
         path.write_text(original)
+
+
+def test_datagen_change_feed_gives_what_the_snapshots_give(project: Any, capsys: Any) -> None:
+    """The same evolution as snapshots and as a messy Debezium feed: equal tables."""
+    dates = ["2020-03-01", "2020-03-02"]
+    common = {"initial_records": 300, "key_columns": 2, "non_key_columns": 2, "seed": 5}
+    args = ["--project-dir", str(project.root)]
+    assert (
+        main(
+            [
+                *args,
+                "datagen",
+                "--table",
+                "gen_snap",
+                "--dates",
+                *dates,
+                "--initial-records",
+                "300",
+                "--key-columns",
+                "2",
+                "--non-key-columns",
+                "2",
+                "--seed",
+                "5",
+            ]
+        )
+        == 0
+    )
+    feed = datagen.DatagenOptions(
+        table_name="gen_feed",
+        dates=dates,
+        extract_type="changes",
+        redeliver=True,
+        out_of_order=True,
+        **common,
+    )
+    datagen.generate_extracts(project.spark, feed, project.root)
+    second_day = sorted(p.name for p in (project.root / "landing/gen_feed" / dates[1]).iterdir())
+    assert sum(name.startswith("part-") for name in second_day) == 3
+    assert any(name.startswith("redelivered-2020-03-01-part-") for name in second_day)
+    assert main([*args, "generate"]) == 0
+    for business_date in dates:
+        assert main([*args, "run", "--date", business_date]) == 0
+    capsys.readouterr()
+
+    columns = "key_1, key_2, value_1, value_2, keyhash, nonkeyhash, eff_start_date"
+    for relation, extra in (("current", ""), ("history", ", operation, business_date")):
+        feed_rows = project.rows(f"select {columns}{extra} from gen_feed_{relation}")
+        snap_rows = project.rows(f"select {columns}{extra} from gen_snap_{relation}")
+        assert sorted(map(repr, feed_rows)) == sorted(map(repr, snap_rows)), relation
+    counts = project.rows(
+        "select operation, count(*) as n from gen_feed_history "
+        f"where business_date = date'{dates[1]}' group by operation order by operation"
+    )
+    assert counts == [
+        {"operation": "D", "n": 60},
+        {"operation": "I", "n": 60},
+        {"operation": "U", "n": 120},
+    ]

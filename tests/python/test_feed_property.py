@@ -1,12 +1,12 @@
 """Oracle property test for change feeds: random event logs through the real pipeline.
 
-Hypothesis draws (and one explicit example fixes) a sequence of source-database operations; a small simulator turns it into
-the Debezium events a connector would emit (inserts, value updates, key-changing updates,
-deletes with the row or the key only, snapshot reads, truncates) for a table with a key
-and one without. The log is cut into three business dates and delivered messily: each
-date's events shuffled over two files, earlier events re-sent, later events sent early.
-After every date, current and history must equal the pure-Python oracle, which applies the
-events one at a time in log order.
+Hypothesis draws (and one explicit example fixes) a sequence of source-database
+operations; a small simulator turns it into the Debezium events a connector would emit
+(inserts, value updates, key-changing updates, deletes with the row or the key only,
+snapshot reads, truncates) for a table with a key and one without. The log is cut into
+three business dates and delivered messily: each date's events shuffled over two files,
+earlier events re-sent, later events sent early. After every date, current and history
+must equal the pure-Python oracle, which applies the events one at a time in log order.
 """
 
 from __future__ import annotations
