@@ -387,7 +387,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench_parser.add_argument("--keep", action="store_true", help="keep the scratch project")
     bench_parser.add_argument(
-        "--no-delta", action="store_true", help="skip the 1%% delta extract measurement"
+        "--no-delta",
+        action="store_true",
+        help="skip the 1%% delta extract and change feed measurements",
     )
     return parser
 

@@ -86,8 +86,9 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
         before = {name: text("before", name) for name in identity}
     else:
         deleted = F.lower(text("__deleted")) == "true"
-        # Without __op (not added by the connector) a row is an upsert: an update of its key.
-        operation = F.when(deleted, F.lit("d")).otherwise(F.coalesce(text("__op"), F.lit("u")))
+        # Without __op (not added by the connector) a row is an upsert: with a key, c and u
+        # both upsert; without one, c adds the row (a u would need its before image).
+        operation = F.when(deleted, F.lit("d")).otherwise(F.coalesce(text("__op"), F.lit("c")))
         image = {c.name: text(c.name) for c in table.columns}
         before = {name: F.lit(None).cast("string") for name in identity}
     sequence = {
@@ -347,6 +348,7 @@ def report_skipped_events(
         .orderBy(F.col("business_date").desc())
         .select(F.col("event_sequence").alias("_watermark"))
         .limit(1)
+        .where(F.col("_watermark").isNotNull())  # no event applied yet
     )
     counted = (
         loaded.crossJoin(F.broadcast(watermark))

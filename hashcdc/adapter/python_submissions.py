@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from typing import Any
 
 from dbt.adapters.base import PythonJobHelper
@@ -43,3 +44,8 @@ class SessionPythonJobHelper(PythonJobHelper):
             exec(code, namespace)  # noqa: S102 - executing dbt's compiled model is the purpose
         except HashcdcError as exc:
             raise DbtRuntimeError(str(exc)) from None
+        except Exception as exc:
+            # dbt would report any other exception as a bare "Compilation Error" with its
+            # message alone: keep the type and where it was raised.
+            where = "".join(traceback.format_exception(exc, limit=-4))
+            raise DbtRuntimeError(f"python model {model_name} failed:\n{where}") from exc

@@ -28,10 +28,27 @@ def apply_extract(
     extract_type: str,
 ) -> tuple[dict[tuple, Version], list[Version]]:
     """The new state (I, U, N, X rows) and the history rows (I, U, D) of one date."""
+    incoming = {tuple(row[k] for k in keys): row for row in extract}
+    rows = {} if extract_type == "full" else {key: v.row for key, v in state.items()}
+    rows.update(incoming)
+    return _tagged(state, rows, set(incoming), business_date, compared)
+
+
+def _tagged(
+    state: dict[tuple, Version],
+    rows: dict[tuple, dict[str, Any]],
+    touched: set[tuple],
+    business_date: str,
+    compared: list[str],
+) -> tuple[dict[tuple, Version], list[Version]]:
+    """Tag the rows after a date against the state before it: the new state and history.
+
+    I new key, U compared values changed, N touched but equal, X untouched (kept as it
+    was), D a key of the state that is gone.
+    """
     new_state: dict[tuple, Version] = {}
     history: list[Version] = []
-    incoming = {tuple(row[k] for k in keys): row for row in extract}
-    for key, row in incoming.items():
+    for key, row in rows.items():
         previous = state.get(key)
         if previous is None:
             version = Version(row, "I", business_date)
@@ -40,15 +57,12 @@ def apply_extract(
             version = Version(row, "U", business_date)
             history.append(version)
         else:
-            version = Version(previous.row, "N", previous.eff_start_date)
+            operation = "N" if key in touched else "X"
+            version = Version(previous.row, operation, previous.eff_start_date)
         new_state[key] = version
     for key, previous in state.items():
-        if key in incoming:
-            continue
-        if extract_type == "full":
+        if key not in rows:
             history.append(Version(previous.row, "D", business_date))
-        else:
-            new_state[key] = Version(previous.row, "X", previous.eff_start_date)
     return new_state, history
 
 
@@ -98,23 +112,7 @@ def apply_feed(
     new_watermark = max(
         [e.sequence for e in applied] + ([watermark] if watermark else []), default=None
     )
-    new_state: dict[tuple, Version] = {}
-    history: list[Version] = []
-    for key, row in rows.items():
-        previous = state.get(key)
-        if previous is None:
-            version = Version(row, "I", business_date)
-            history.append(version)
-        elif tuple(row[c] for c in compared) != tuple(previous.row[c] for c in compared):
-            version = Version(row, "U", business_date)
-            history.append(version)
-        else:
-            operation = "N" if key in touched else "X"
-            version = Version(previous.row, operation, previous.eff_start_date)
-        new_state[key] = version
-    for key, previous in state.items():
-        if key not in rows:
-            history.append(Version(previous.row, "D", business_date))
+    new_state, history = _tagged(state, rows, touched, business_date, compared)
     return new_state, history, new_watermark
 
 

@@ -38,11 +38,13 @@ def test_bench_smoke(project: Any, tmp_path: Path, monkeypatch: Any, capsys: Any
     assert size["rows"] == 1000
     assert size["day2_run_s"] > 0 and size["copy_floor_s"] > 0
     assert size["stage_compute_s"] > 0 and size["delta_day2_run_s"] > 0
-    # The delta table's day 2 applied 1% of the keys as updates (10 of 1,000 rows).
-    delta_counts = project.rows(
-        "select operation, count(*) as n from bench_1000_delta_history "
-        "where business_date = date'2019-06-19' group by operation"
-    )
-    assert {row["operation"]: row["n"] for row in delta_counts} == {"U": 10}
+    assert size["changes_day2_run_s"] > 0
+    # The delta table's and the feed's day 2 applied 1% of the keys as updates (10 of 1,000).
+    for table in ("bench_1000_delta", "bench_1000_changes"):
+        counts = project.rows(
+            f"select operation, count(*) as n from {table}_history "
+            "where business_date = date'2019-06-19' group by operation"
+        )
+        assert {row["operation"]: row["n"] for row in counts} == {"U": 10}, table
     assert "| 1,000 |" in report.read_text()
     os.chdir(project.root)
