@@ -57,6 +57,8 @@ BLOCK_START_COLUMN = "_block_start"
 ROW_ID_COLUMN = "_row_id"
 # Kept in the stage for rejected rows only (null otherwise): where the row came from.
 REJECT_DETAIL_COLUMNS = (RAW_VALUES_COLUMN, RAW_LINE_COLUMN, BLOCK_START_COLUMN, ROW_ID_COLUMN)
+# The stage columns of a change feed besides those of an extract (see hashcdc.feed).
+EVENT_COLUMNS = ("before_keyhash", "event_op", "event_sequence")
 MAX_REPORTED_ROWS = 10
 # Spark's CSV reader reports an unquoted empty field as its nullValue and a quoted empty
 # field ("") as "". With this marker (never in real data) as nullValue, `a,,b` reads as
@@ -251,40 +253,33 @@ def typecast_and_hash(
             "Nothing was written; deliver the extract and re-run the date."
         )
     if table.is_feed:
-        return _event_stage(spark, table, files, date)
+        return _stage_columns(_event_stage(spark, table, files), table, date)
     check_header(spark, table, files)
     typed = _typed_with_errors(_raw_reader(spark, table, files), table)
     hashed = with_row_hashes(typed, list(table.key_columns), list(table.compared_columns))
     if table.duplicates_keep_last_by:
         hashed = _mark_superseded_duplicates(hashed, table)
-    rejected = F.col(ROW_ERRORS_COLUMN).isNotNull()
-    return hashed.select(
-        *[F.col(c.name) for c in table.columns],
-        "keyhash",
-        "nonkeyhash",
-        F.lit(date).cast("date").alias("business_date"),
-        F.col(SOURCE_FILE_COLUMN),
-        F.col(ROW_ERRORS_COLUMN),
-        *[F.when(rejected, F.col(name)).alias(name) for name in REJECT_DETAIL_COLUMNS],
-    )
+    return _stage_columns(hashed, table, date)
 
 
-def _event_stage(spark: SparkSession, table: TableConfig, files: list[str], date: str) -> DataFrame:
-    """The stage of a change feed: one row per event (see :mod:`hashcdc.feed`)."""
+def _event_stage(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+    """The events of a change feed, cast and hashed: one row per event (:mod:`hashcdc.feed`)."""
     if table.source.format in EVENT_FORMATS:
         raw = raw_events(spark, table, files)
     else:
         check_header(spark, table, files)
         raw = raw_table_events(_raw_reader(spark, table, files), table)
-    events = typed_events(raw, table, values_map(table))
+    return typed_events(raw, table, values_map(table))
+
+
+def _stage_columns(hashed: DataFrame, table: TableConfig, date: str) -> DataFrame:
+    """The stage's columns in order; the reject details are kept for rejected rows only."""
     rejected = F.col(ROW_ERRORS_COLUMN).isNotNull()
-    return events.select(
+    return hashed.select(
         *[F.col(c.name) for c in table.columns],
         "keyhash",
         "nonkeyhash",
-        "before_keyhash",
-        "event_op",
-        "event_sequence",
+        *(EVENT_COLUMNS if table.is_feed else ()),
         F.lit(date).cast("date").alias("business_date"),
         F.col(SOURCE_FILE_COLUMN),
         F.col(ROW_ERRORS_COLUMN),
