@@ -5,35 +5,160 @@ configured date/timestamp pattern, or a number since the epoch), so a bad value 
 mid-job: it becomes null, and the row is flagged with a message naming the column, its type
 and the value. Shared by the row stage (:mod:`hashcdc.stage`) and the change-event stage
 (:mod:`hashcdc.feed`).
+
+Change events may carry values in a connector's own encoding: Debezium's ``precise``
+decimals (the unscaled two's-complement integer as base64 bytes, the scale in the schema),
+its variable-scale decimals (``{"scale": 3, "value": "AhzY"}``) and its time types (numbers
+since the epoch). When an event carries its schema, the field's logical type says which
+(:func:`typed_value` with ``logical``); without one, the column's ``encoding`` or
+``format`` in the config does.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import Column
+import base64
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import ColumnConfig, TableConfig
 
 _EPOCH_UNITS = {"epoch_seconds": 1, "epoch_millis": 1_000, "epoch_micros": 1_000_000}
+KAFKA_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+# Logical types of Debezium / Kafka Connect schemas -> how the JSON value encodes them.
+_EPOCH_LOGICAL_TYPES = {
+    "io.debezium.time.Date": "epoch_days",
+    "org.apache.kafka.connect.data.Date": "epoch_days",
+    "io.debezium.time.Timestamp": "epoch_millis",
+    "org.apache.kafka.connect.data.Timestamp": "epoch_millis",
+    "io.debezium.time.MicroTimestamp": "epoch_micros",
+    "io.debezium.time.NanoTimestamp": "epoch_nanos",
+}
+# ISO-8601 text with its offset: a plain cast reads it (and converts to UTC).
+_TEXT_TIME_LOGICAL_TYPES = ("io.debezium.time.ZonedTimestamp", "io.debezium.time.IsoTimestamp")
+DECODED_LOGICAL_TYPES = (
+    *_EPOCH_LOGICAL_TYPES,
+    *_TEXT_TIME_LOGICAL_TYPES,
+    KAFKA_DECIMAL,
+    VARIABLE_SCALE_DECIMAL,
+)
 
 
-def typed_value(raw: Column, column: ColumnConfig) -> Column:
+def typed_value(
+    raw: Column,
+    column: ColumnConfig,
+    logical: Column | None = None,
+    logical_scale: Column | None = None,
+) -> Column:
     """Cast a text value to the configured type; null where it does not cast.
 
     ``try_cast`` trims surrounding white space itself and never raises, whatever
     ``spark.sql.ansi.enabled`` says.
+
+    Parameters
+    ----------
+    raw : Column
+        The value as text.
+    column : ColumnConfig
+        The configured column (type, ``format``, ``encoding``).
+    logical : Column, optional
+        The logical type the event's schema gives the field (null without a schema); a
+        known one decodes the value whatever the config says.
+    logical_scale : Column, optional
+        The ``scale`` parameter of a ``Decimal`` logical type.
+
     """
+    configured = _configured_value(raw, column)
+    if logical is None:
+        return configured
+    decoded = F.when(logical.isNull(), configured)
+    if column.type in ("date", "timestamp"):
+        for name, unit in _EPOCH_LOGICAL_TYPES.items():
+            decoded = decoded.when(logical == name, _epoch_value(raw, unit).cast(column.type))
+        decoded = decoded.when(
+            logical.isin(*_TEXT_TIME_LOGICAL_TYPES), raw.try_cast("timestamp").cast(column.type)
+        )
+    elif column.type.startswith("decimal"):
+        decoded = decoded.when(
+            logical == KAFKA_DECIMAL,
+            debezium_decimal_text(raw, logical_scale).try_cast(column.type),
+        ).when(
+            logical == VARIABLE_SCALE_DECIMAL,
+            variable_scale_decimal_text(raw).try_cast(column.type),
+        )
+    return decoded.otherwise(configured)
+
+
+def _epoch_value(raw: Column, unit: str) -> Column:
+    """A date or timestamp from a whole number since the epoch (``epoch_*`` formats)."""
+    if unit == "epoch_days":
+        return F.date_from_unix_date(raw.try_cast("int"))
+    count = raw.try_cast("bigint")
+    if unit == "epoch_seconds":
+        return F.timestamp_seconds(count)
+    if unit == "epoch_millis":
+        return F.timestamp_millis(count)
+    if unit == "epoch_nanos":
+        return F.timestamp_micros(F.floor(count / 1000).cast("bigint"))
+    return F.timestamp_micros(count)
+
+
+def debezium_decimal_text(encoded: Column, scale: Column | None) -> Column:
+    """Decimal text of a Kafka Connect ``Decimal``: base64 two's-complement bytes.
+
+    The bytes' hex digits (complemented for a negative number) are summed in
+    ``decimal(38,0)`` with ``try_`` arithmetic, so a value too large for 38 digits is null
+    (a cast failure), not an error. Every intermediate value is used once: the expression
+    stays linear in size.
+    """
+    digits = F.upper(F.hex(F.try_to_binary(encoded, F.lit("base64"))))
+    negative = F.substring(digits, 1, 1).isin("8", "9", "A", "B", "C", "D", "E", "F")
+    # A negative number's magnitude is its complement plus one.
+    magnitude_digits = F.when(
+        negative, F.translate(digits, "0123456789ABCDEF", "FEDCBA9876543210")
+    ).otherwise(digits)
+    magnitude = F.aggregate(
+        F.split(magnitude_digits, ""),
+        F.lit(0).cast("decimal(38,0)"),
+        lambda total, digit: F.try_add(
+            F.try_multiply(total, F.lit(16).cast("decimal(38,0)")),
+            F.conv(digit, 16, 10).cast("decimal(38,0)"),
+        ),
+    )
+    unscaled = F.try_add(magnitude, F.when(negative, 1).otherwise(0).cast("decimal(38,0)"))
+    # 39 digits hold any decimal(38,0); the point goes before the last `scale` digits.
+    padded = F.lpad(unscaled.cast("string"), 39, "0")
+    places = F.coalesce(scale, F.lit(0)).cast("int")
+    pointed = F.regexp_replace(padded, F.concat(F.lit("([0-9]{"), places, F.lit("})$")), ".$1")
+    sign = F.when(negative, F.lit("-")).otherwise(F.lit(""))
+    return F.when(F.length(digits) > 0, F.concat(sign, pointed))
+
+
+def variable_scale_decimal_text(raw: Column) -> Column:
+    """Plain decimal text of Debezium's ``VariableScaleDecimal`` JSON ``{scale, value}``."""
+    parsed = F.try_parse_json(raw)
+    return debezium_decimal_text(
+        F.try_variant_get(parsed, "$.value", "string"),
+        F.try_variant_get(parsed, "$.scale", "int"),
+    )
+
+
+def _configured_value(raw: Column, column: ColumnConfig) -> Column:
+    """The value cast as the config says (type, ``format``, ``encoding``)."""
+    if column.encoding == "debezium_decimal":
+        scale = column.source_scale
+        if scale is None:
+            scale = int(column.type[len("decimal(") : -1].split(",")[1])
+        return debezium_decimal_text(raw, F.lit(scale)).try_cast(column.type)
+    if column.encoding == "debezium_variable_decimal":
+        return variable_scale_decimal_text(raw).try_cast(column.type)
     if column.type == "string":
         return raw
     if column.type == "date" and column.format == "epoch_days":
-        return F.date_from_unix_date(raw.try_cast("int"))
+        return _epoch_value(raw, "epoch_days")
     if column.type == "timestamp" and column.format in _EPOCH_UNITS:
-        count = raw.try_cast("bigint")
-        if column.format == "epoch_seconds":
-            return F.timestamp_seconds(count)
-        if column.format == "epoch_millis":
-            return F.timestamp_millis(count)
-        return F.timestamp_micros(count)
+        return _epoch_value(raw, column.format)
     if column.type == "timestamp" and column.format:
         return F.try_to_timestamp(F.trim(raw), F.lit(column.format))
     if column.type == "date" and column.format:
@@ -63,7 +188,11 @@ def column_failed(raw: Column, typed: Column, column: ColumnConfig) -> Column:
 def column_message(raw: Column, typed: Column, column: ColumnConfig) -> Column:
     """Why a value cannot be loaded; null when it can."""
     described = f"column '{column.name}' ({column.type}"
-    described += f", format '{column.format}')" if column.format else ")"
+    if column.format:
+        described += f", format '{column.format}'"
+    if column.encoding:
+        described += f", encoding '{column.encoding}'"
+    described += ")"
     present = is_present(raw, column)
     message = F.when(
         present & typed.isNull(),
@@ -75,8 +204,47 @@ def column_message(raw: Column, typed: Column, column: ColumnConfig) -> Column:
     return message
 
 
+TYPED_PREFIX = "__typed_"
+
+
+def stage_typed(raw: DataFrame, typed: dict[str, Column]) -> tuple[DataFrame, dict[str, Column]]:
+    """Project typed values once, under temporary names, beside the raw columns.
+
+    Returns the frame and each typed value as a reference to its projected column, so the
+    messages and hashes that use a value share one computation (a decoded decimal is
+    costly to plan and to run), and a raw column's name is never resolved to its typed
+    column of the same select (Spark's lateral column aliases, inside lambdas).
+    """
+    staged = raw.select("*", *[value.alias(TYPED_PREFIX + name) for name, value in typed.items()])
+    return staged, {name: F.col(TYPED_PREFIX + name) for name in typed}
+
+
 def values_map(table: TableConfig) -> Column:
     """Column name -> the value as text, of the frame it is selected from (raw or typed)."""
     names = F.array(*[F.lit(c.name) for c in table.columns])
     values = F.array(*[F.col(c.name).cast("string") for c in table.columns])
     return F.map_from_arrays(names, values)
+
+
+def unavailable_forms(placeholder: str) -> list[str]:
+    """The texts a connector's unavailable-value placeholder takes in JSON.
+
+    Text columns carry it as is, binary columns as its bytes in base64 or hex (per the
+    connector's ``binary.handling.mode``), array columns as a one-element array.
+    """
+    data = placeholder.encode("utf-8")
+    return [
+        placeholder,
+        base64.b64encode(data).decode("ascii"),
+        data.hex(),
+        data.hex().upper(),
+        f'["{placeholder}"]',
+    ]
+
+
+def is_unavailable(raw: Column, placeholder: str) -> Column:
+    """Whether a raw value is the connector's placeholder for a value it could not read."""
+    *plain, array = unavailable_forms(placeholder)
+    # Only arrays need their white space removed; the cheap test guards the regex.
+    as_array = raw.startswith("[") & (F.regexp_replace(raw, r"\s+", "") == F.lit(array))
+    return F.coalesce(raw.isin(*plain) | as_array, F.lit(False))

@@ -45,8 +45,21 @@ EPOCH_FORMATS = {
     "timestamp": ("epoch_seconds", "epoch_millis", "epoch_micros"),
 }
 FIELD_PATH_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-# Sequence fields whose natural order is text order (binlog file names are zero-padded).
-TEXT_SEQUENCE_FIELDS = ("source.file",)
+# Sequence fields whose natural order is text order (binlog file names are zero-padded), in
+# the envelope and in the flattened form.
+TEXT_SEQUENCE_FIELDS = ("source.file", "__file")
+# The value a sequence field with `missing: lowest` takes when an event lacks it.
+LOWEST_SEQUENCE_VALUES: dict[str, Any] = {
+    "string": "",
+    "tinyint": -(2**7),
+    "smallint": -(2**15),
+    "int": -(2**31),
+    "bigint": -(2**63),
+}
+# What Debezium sends for a value it cannot read (unchanged TOASTed PostgreSQL columns).
+DEBEZIUM_UNAVAILABLE_VALUE = "__debezium_unavailable_value"
+# Column encodings for values that arrive in a connector's binary form (no schema wrapper).
+COLUMN_ENCODINGS = ("debezium_decimal", "debezium_variable_decimal")
 SIMPLE_TYPES = (
     "string",
     "tinyint",
@@ -105,6 +118,14 @@ class ColumnConfig:
     nullable: bool = True
     description: str = ""
     format: str | None = None
+    source_name: str | None = None
+    encoding: str | None = None
+    source_scale: int | None = None
+
+    @property
+    def source_field(self) -> str:
+        """The column's name in the extract (header, parquet column or JSON field)."""
+        return self.source_name or self.name
 
 
 @dataclass(frozen=True)
@@ -126,6 +147,9 @@ class SequenceField:
 
     field: str
     type: str = "bigint"
+    # "lowest": an event without the field sorts before every event that has it (SQL
+    # Server's snapshot reads carry commit_lsn only); None: such an event is rejected.
+    missing: str | None = None
 
     @property
     def alias(self) -> str:
@@ -140,6 +164,7 @@ class ChangesConfig:
     sequence_by: tuple[SequenceField, ...]
     operation_column: str | None = None
     history: str = "net"
+    unavailable_value: str | None = DEBEZIUM_UNAVAILABLE_VALUE
 
 
 @dataclass(frozen=True)
@@ -188,14 +213,25 @@ class TableConfig:
         return tuple(c for c in self.columns if not c.key and not c.ignore)
 
     @property
-    def source_columns(self) -> list[str]:
-        """The columns a csv/parquet extract must have, in order."""
-        names = [c.name for c in self.columns]
+    def source_fields(self) -> list[tuple[str, str]]:
+        """(name in the extract, name in the lake) of each csv/parquet column, in order."""
+        fields = [(c.source_field, c.name) for c in self.columns]
         if self.changes is None or self.changes.operation_column is None:
-            return names
+            return fields
+        names = {c.name for c in self.columns}
         extra = [self.changes.operation_column]
         extra += [f.field for f in self.changes.sequence_by if f.field not in names]
-        return names + [name for name in extra if name not in names]
+        seen: set[str] = set()
+        for name in extra:
+            if name not in names and name not in seen:
+                fields.append((name, name))
+                seen.add(name)
+        return fields
+
+    @property
+    def source_columns(self) -> list[str]:
+        """The columns a csv/parquet extract must have, in order, as the extract names them."""
+        return [source for source, _ in self.source_fields]
 
     def to_dict(self) -> dict[str, Any]:
         """A plain-data form, embedded in generated model properties."""
@@ -268,6 +304,9 @@ def _parse_column(index: int, raw: Any, problems: _Problems) -> ColumnConfig | N
         "nullable",
         "description",
         "format",
+        "source_name",
+        "encoding",
+        "source_scale",
     }
     for unknown in sorted(set(raw) - known):
         problems.add(f"{where}.{unknown}", f"unknown field (allowed: {', '.join(sorted(known))})")
@@ -312,6 +351,13 @@ def _parse_column(index: int, raw: Any, problems: _Problems) -> ColumnConfig | N
         problems.add(f"{where}.format", "a format is a string, for date and timestamp columns only")
         fmt = None
     description = raw.get("description", "") or ""
+    source_name = raw.get("source_name")
+    if source_name is not None and (not isinstance(source_name, str) or not source_name.strip()):
+        problems.add(
+            f"{where}.source_name", f"must be the field's name in the extract, got {source_name!r}"
+        )
+        source_name = None
+    encoding, source_scale = _parse_encoding(raw, column_type, where, problems)
     return ColumnConfig(
         name=name,
         type=column_type,
@@ -320,7 +366,45 @@ def _parse_column(index: int, raw: Any, problems: _Problems) -> ColumnConfig | N
         nullable=nullable,
         description=str(description),
         format=fmt,
+        source_name=source_name,
+        encoding=encoding,
+        source_scale=source_scale,
     )
+
+
+def _parse_encoding(
+    raw: dict[str, Any], column_type: str, where: str, problems: _Problems
+) -> tuple[str | None, int | None]:
+    """A column's ``encoding`` (a connector's binary decimal form) and ``source_scale``."""
+    encoding = raw.get("encoding")
+    source_scale = raw.get("source_scale")
+    if encoding is not None and encoding not in COLUMN_ENCODINGS:
+        problems.add(
+            f"{where}.encoding", f"must be one of {', '.join(COLUMN_ENCODINGS)}, got {encoding!r}"
+        )
+        encoding = None
+    if encoding is not None and not column_type.startswith("decimal"):
+        problems.add(
+            f"{where}.encoding", f"'{encoding}' decodes decimals: give a decimal(p,s) type"
+        )
+        encoding = None
+    if source_scale is not None:
+        if encoding != "debezium_decimal":
+            problems.add(
+                f"{where}.source_scale",
+                "only with encoding: debezium_decimal (the scale of the source column)",
+            )
+            source_scale = None
+        elif (
+            isinstance(source_scale, bool)
+            or not isinstance(source_scale, int)
+            or not (0 <= source_scale <= 38)
+        ):
+            problems.add(
+                f"{where}.source_scale", f"must be a whole number 0-38, got {source_scale!r}"
+            )
+            source_scale = None
+    return encoding, source_scale
 
 
 def _parse_source(raw: dict[str, Any], problems: _Problems) -> SourceConfig:
@@ -375,8 +459,8 @@ def _parse_sequence_field(index: int, raw: Any, problems: _Problems) -> Sequence
     if not isinstance(raw, dict):
         problems.add(where, "must be a field path (e.g. source.lsn) or {field: ..., type: ...}")
         return None
-    for unknown in sorted(set(raw) - {"field", "type"}):
-        problems.add(f"{where}.{unknown}", "unknown field (allowed: field, type)")
+    for unknown in sorted(set(raw) - {"field", "type", "missing"}):
+        problems.add(f"{where}.{unknown}", "unknown field (allowed: field, type, missing)")
     path = raw.get("field")
     if not isinstance(path, str) or not FIELD_PATH_PATTERN.match(path):
         problems.add(f"{where}.field", f"must be a field path like source.lsn, got {path!r}")
@@ -386,7 +470,17 @@ def _parse_sequence_field(index: int, raw: Any, problems: _Problems) -> Sequence
     if field_type is None:
         problems.add(f"{where}.type", f"unknown type {raw.get('type')!r}")
         return None
-    return SequenceField(field=path, type=field_type)
+    missing = raw.get("missing")
+    if missing is not None and missing != "lowest":
+        problems.add(f"{where}.missing", f"must be 'lowest' (or left out), got {missing!r}")
+        missing = None
+    if missing is not None and field_type not in LOWEST_SEQUENCE_VALUES:
+        problems.add(
+            f"{where}.missing",
+            f"'lowest' is for {', '.join(LOWEST_SEQUENCE_VALUES)} fields, not {field_type}",
+        )
+        missing = None
+    return SequenceField(field=path, type=field_type, missing=missing)
 
 
 def _parse_changes(
@@ -410,10 +504,9 @@ def _parse_changes(
             "events (e.g. [source.lsn], or [source.file, source.pos] for a MySQL binlog)",
         )
         return None
-    for unknown in sorted(set(block) - {"sequence_by", "operation_column", "history"}):
-        problems.add(
-            f"changes.{unknown}", "unknown field (allowed: sequence_by, operation_column, history)"
-        )
+    allowed = ("sequence_by", "operation_column", "history", "unavailable_value")
+    for unknown in sorted(set(block) - set(allowed)):
+        problems.add(f"changes.{unknown}", f"unknown field (allowed: {', '.join(allowed)})")
     raw_fields = block.get("sequence_by")
     if isinstance(raw_fields, str):
         raw_fields = [raw_fields]
@@ -454,8 +547,21 @@ def _parse_changes(
             "changes.history", f"must be one of {', '.join(HISTORY_MODES)}, got {history!r}"
         )
         history = "net"
+    unavailable_value = block.get("unavailable_value", DEBEZIUM_UNAVAILABLE_VALUE)
+    if unavailable_value is not None and (
+        not isinstance(unavailable_value, str) or not unavailable_value
+    ):
+        problems.add(
+            "changes.unavailable_value",
+            f"must be the connector's placeholder text (or null to turn it off), got "
+            f"{unavailable_value!r}",
+        )
+        unavailable_value = DEBEZIUM_UNAVAILABLE_VALUE
     return ChangesConfig(
-        sequence_by=tuple(fields), operation_column=operation_column, history=history
+        sequence_by=tuple(fields),
+        operation_column=operation_column,
+        history=history,
+        unavailable_value=unavailable_value,
     )
 
 
@@ -535,6 +641,9 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
             if column.name in seen:
                 problems.add("columns", f"duplicate column name '{column.name}'")
             seen.add(column.name)
+        sources = [c.source_field.lower() for c in columns]
+        for source in sorted({s for s in sources if sources.count(s) > 1}):
+            problems.add("columns", f"two columns read the same source field '{source}'")
         if columns and not any(c.key for c in columns) and extract_type != "changes":
             problems.add("columns", "no key column: mark at least one column with 'key: true'")
         if (

@@ -23,21 +23,42 @@ field is taken from it with native functions, nothing runs in Python per event.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-from hashcdc.casting import column_message, typed_value
-from hashcdc.config import OPERATION_SPELLINGS, ColumnConfig, SequenceField, TableConfig
+from hashcdc.casting import column_message, is_unavailable, stage_typed, typed_value
+from hashcdc.config import (
+    LOWEST_SEQUENCE_VALUES,
+    OPERATION_SPELLINGS,
+    ColumnConfig,
+    SequenceField,
+    TableConfig,
+)
 from hashcdc.errors import InputDataError
-from hashcdc.hashing import canonical_value, digest, hash_units, with_row_hashes
+from hashcdc.hashing import canonical_value, digest, hash_units, with_hashes
 
 LINE_COLUMN = "_line"
 BEFORE_PREFIX = "__before_"
 OPERATION_RAW_COLUMN = "_op_raw"
 SEQUENCE_PREFIX = "_seq_"
+# The logical type (and decimal scale) the event's own schema gives a field, when it has one.
+LOGICAL_PREFIX = "_logical_"
+SCALE_PREFIX = "_scale_"
+TOMBSTONE_COLUMN = "_is_tombstone"
+UNAVAILABLE_COLUMN = "_unavailable_columns"
 # Which event operations carry which image.
 IMAGE_OPERATIONS = ("c", "u", "r")
+# Column types whose values a schema's logical type may encode (decimals, dates, times).
+DECODED_TYPES = ("date", "timestamp")
+# The schema wrapper's field list: the envelope's before/after structs (with their fields)
+# or, for the flattened form, the row's fields themselves.
+_SCHEMA_FIELDS_TYPE = (
+    "array<struct<field:string,name:string,parameters:map<string,string>,"
+    "fields:array<struct<field:string,name:string,parameters:map<string,string>>>>>"
+)
 
 
 def read_event_lines(spark: SparkSession, files: list[str]) -> DataFrame:
@@ -58,50 +79,80 @@ def _sequence_path(field: SequenceField) -> str:
     return _json_path(*field.field.split("."))
 
 
+def _is_decoded(column: ColumnConfig) -> bool:
+    """Whether a schema's logical type can change how the column's value is read."""
+    return column.type in DECODED_TYPES or column.type.startswith("decimal")
+
+
+def _named(source_field: str) -> Callable[[Column], Column]:
+    """A filter for the schema field of one source field.
+
+    One argument only: Spark's ``filter`` passes the index too when the function takes two.
+    """
+    return lambda field: field["field"] == source_field
+
+
 def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
     """A JSON feed's events with every needed field as text (still uncast).
 
-    Blank lines and Kafka tombstones (``null``) are not events and are left out; a line that
-    is not JSON keeps its text in ``_corrupt_record``.
+    Blank lines are left out. Tombstones (a ``null`` line, or the schema wrapper with a
+    null payload, as Kafka's JSON converter writes them) are kept, flagged, to be counted;
+    a line that is not JSON keeps its text in ``_corrupt_record``. Fields are looked up by
+    each column's ``source_field``; when the event carries its schema, the logical type
+    and scale of each date, time and decimal field are taken from it.
     """
     assert table.changes is not None
     lines = read_event_lines(spark, files)
     line = F.col(LINE_COLUMN)
     parsed = F.try_parse_json(line)
+    wrapped_payload = F.try_variant_get(parsed, "$.payload", "variant")
     # The schema wrapper puts the envelope under "payload"; without it, it is the line.
-    envelope = F.coalesce(F.try_variant_get(parsed, "$.payload", "variant"), parsed)
+    envelope = F.coalesce(wrapped_payload, parsed)
+    tombstone = F.coalesce(F.is_variant_null(parsed), F.lit(False)) | F.coalesce(
+        F.is_variant_null(wrapped_payload), F.lit(False)
+    )
 
     def text(*path: str) -> Column:
         return F.try_variant_get(envelope, _json_path(*path), "string")
 
-    identity = [c.name for c in table.key_columns]
+    schema_fields = F.try_variant_get(parsed, "$.schema.fields", _SCHEMA_FIELDS_TYPE)
     if table.source.format == "debezium":
         operation = text("op")
         image = {
-            c.name: F.when(operation == "d", text("before", c.name)).otherwise(
-                text("after", c.name)
+            c.name: F.when(operation == "d", text("before", c.source_field)).otherwise(
+                text("after", c.source_field)
             )
             for c in table.columns
         }
-        before = {name: text("before", name) for name in identity}
+        before = {c.name: text("before", c.source_field) for c in table.key_columns}
+        images = F.filter(schema_fields, lambda f: f["field"].isin("after", "before"))
+        value_fields = F.get(images, 0)["fields"]
     else:
         deleted = F.lower(text("__deleted")) == "true"
         # Without __op (not added by the connector) a row is an upsert: with a key, c and u
         # both upsert; without one, c adds the row (a u would need its before image).
         operation = F.when(deleted, F.lit("d")).otherwise(F.coalesce(text("__op"), F.lit("c")))
-        image = {c.name: text(c.name) for c in table.columns}
-        before = {name: F.lit(None).cast("string") for name in identity}
+        image = {c.name: text(c.source_field) for c in table.columns}
+        before = {c.name: F.lit(None).cast("string") for c in table.key_columns}
+        value_fields = schema_fields
+    logical = {}
+    for column in table.columns:
+        if _is_decoded(column):
+            field = F.get(F.filter(value_fields, _named(column.source_field)), 0)
+            logical[LOGICAL_PREFIX + column.name] = field["name"]
+            logical[SCALE_PREFIX + column.name] = field["parameters"]["scale"]
     sequence = {
         f.alias: F.try_variant_get(envelope, _sequence_path(f), "string")
         for f in table.changes.sequence_by
     }
-    blank = F.trim(line).isin("", "null")
-    return lines.where(~blank).select(
+    return lines.where(F.trim(line) != "").select(
         *[value.alias(name) for name, value in image.items()],
         *[value.alias(BEFORE_PREFIX + name) for name, value in before.items()],
+        *[value.alias(name) for name, value in logical.items()],
         operation.alias(OPERATION_RAW_COLUMN),
         *[value.alias(SEQUENCE_PREFIX + alias) for alias, value in sequence.items()],
         F.when(parsed.isNull(), line).alias("_corrupt_record"),
+        tombstone.alias(TOMBSTONE_COLUMN),
         line,
         "_source_file",
         "_block_start",
@@ -118,6 +169,7 @@ def raw_table_events(frame: DataFrame, table: TableConfig) -> DataFrame:
         F.col(table.changes.operation_column).alias(OPERATION_RAW_COLUMN),
         *[F.col(f.field).alias(SEQUENCE_PREFIX + f.alias) for f in table.changes.sequence_by],
         "_corrupt_record",
+        F.lit(False).alias(TOMBSTONE_COLUMN),
         F.col("_corrupt_record").alias(LINE_COLUMN),
         "_source_file",
         "_block_start",
@@ -137,8 +189,43 @@ def _identity_hash(values: dict[str, Column], columns: tuple[ColumnConfig, ...])
     return digest(hash_units((c.name, canonical_value(values[c.name], c.type)) for c in columns))
 
 
+def _sequence_problem(field: SequenceField) -> Column:
+    """Why an event's sequence field cannot order it; null when it can."""
+    raw = F.col(SEQUENCE_PREFIX + field.alias)
+    hint = ""
+    if field.type != "string":
+        hint = (
+            f"; if every event fails like this, the field is text: give it as "
+            f"{{field: {field.field}, type: string}} in changes.sequence_by"
+        )
+    missing = F.lit(f"sequence field '{field.field}' is missing")
+    if field.missing is not None:
+        missing = F.lit(None)
+    return F.when(raw.isNull(), missing).when(
+        raw.try_cast(field.type).isNull(),
+        F.concat(
+            F.lit(f"sequence field '{field.field}' ({field.type}): value '"),
+            raw,
+            F.lit(f"' does not cast{hint}"),
+        ),
+    )
+
+
+def _sequence_value(field: SequenceField) -> Column:
+    """A sequence field's typed value (the type's lowest value when missing, if allowed)."""
+    value = F.col(SEQUENCE_PREFIX + field.alias).try_cast(field.type)
+    if field.missing is None:
+        return value
+    lowest = F.lit(LOWEST_SEQUENCE_VALUES[field.type]).cast(field.type)
+    return F.when(F.col(SEQUENCE_PREFIX + field.alias).isNull(), lowest).otherwise(value)
+
+
 def _event_problems(
-    table: TableConfig, operation: Column, typed: dict[str, Column], typed_before: dict[str, Column]
+    table: TableConfig,
+    operation: Column,
+    typed: dict[str, Column],
+    typed_before: dict[str, Column],
+    unavailable: dict[str, Column],
 ) -> list[Column]:
     """Why an event cannot be applied, one message column per possible reason."""
     assert table.changes is not None
@@ -153,22 +240,15 @@ def _event_problems(
             ),
         )
     ]
-    for field in table.changes.sequence_by:
-        raw = F.col(SEQUENCE_PREFIX + field.alias)
-        problems.append(
-            F.when(raw.isNull(), F.lit(f"sequence field '{field.field}' is missing")).when(
-                raw.try_cast(field.type).isNull(),
-                F.concat(
-                    F.lit(f"sequence field '{field.field}' ({field.type}): value '"),
-                    raw,
-                    F.lit("' does not cast"),
-                ),
-            )
-        )
+    problems += [_sequence_problem(field) for field in table.changes.sequence_by]
     for column in table.columns:
         raw = F.col(column.name)
         loose = dataclasses.replace(column, nullable=True)
-        problems.append(F.when(operation != "t", column_message(raw, typed[column.name], loose)))
+        # A delete needs its key only: the values of its before image are never used.
+        checked = has_image if not column.key else operation != "t"
+        if column.name in unavailable:
+            checked = checked & ~unavailable[column.name]
+        problems.append(F.when(checked, column_message(raw, typed[column.name], loose)))
         required_for = (
             operation.isin(*IMAGE_OPERATIONS, "d")
             if column.key
@@ -203,10 +283,54 @@ def _event_problems(
                 ),
             )
         )
+        for name, flag in unavailable.items():
+            problems.append(
+                F.when(
+                    flag,
+                    F.lit(
+                        f"column '{name}' is unavailable (the connector's placeholder for an "
+                        "unchanged value it could not read) in a table without a key, so the "
+                        "row cannot be identified: give the source table REPLICA IDENTITY FULL"
+                    ),
+                )
+            )
     return problems
 
 
-def typed_events(raw: DataFrame, table: TableConfig, values_map: Column) -> DataFrame:
+def _typed(raw: DataFrame, column: ColumnConfig, prefix: str = "") -> Column:
+    """A raw event field cast to its column, decoded by the event's schema when it has one."""
+    logical = LOGICAL_PREFIX + column.name
+    if logical not in raw.columns:
+        return typed_value(F.col(prefix + column.name), column)
+    return typed_value(
+        F.col(prefix + column.name), column, F.col(logical), F.col(SCALE_PREFIX + column.name)
+    )
+
+
+def _identity_hash(values: dict[str, Column], columns: tuple[ColumnConfig, ...]) -> Column:
+    return digest(hash_units((c.name, canonical_value(values[c.name], c.type)) for c in columns))
+
+
+def _event_id(table: TableConfig) -> Column:
+    """A 128-bit identity of an event's content (not its position), over the cast frame.
+
+    Two deliveries of one event, in either envelope form, get the same id; it tells apart
+    the events that share one position (a snapshot's reads, the rows of one statement).
+    The unit names of the operation, the before image and the unavailable columns contain
+    a character no column name has.
+    """
+    units = [
+        (":op", F.col("event_op")),
+        (":before", F.hex("before_keyhash")),
+        (":unavailable", F.array_join(F.col(UNAVAILABLE_COLUMN), ",")),
+        *[(c.name, canonical_value(F.col(c.name), c.type)) for c in table.columns],
+    ]
+    return digest(hash_units(units))
+
+
+def typed_events(
+    raw: DataFrame, table: TableConfig, values_map: Column, prior: PriorSnapshot
+) -> DataFrame:
     """Cast, check and hash the events of :func:`raw_events` / :func:`raw_table_events`.
 
     Parameters
@@ -217,6 +341,9 @@ def typed_events(raw: DataFrame, table: TableConfig, values_map: Column) -> Data
         The feed's table config.
     values_map : Column
         The raw values by column name, kept for rejected events.
+    prior : PriorSnapshot
+        The state before the business date: its watermark, the events applied at the
+        watermark's position, and the rows that fill unavailable values.
 
     Returns
     -------
@@ -225,12 +352,38 @@ def typed_events(raw: DataFrame, table: TableConfig, values_map: Column) -> Data
 
     """
     assert table.changes is not None
-    operation = _normalized_operation(F.col(OPERATION_RAW_COLUMN))
-    typed = {c.name: typed_value(F.col(c.name), c) for c in table.columns}
-    typed_before = {
-        c.name: typed_value(F.col(BEFORE_PREFIX + c.name), c) for c in table.key_columns
+    placeholder = table.changes.unavailable_value
+    # Each piece that later steps use several times is projected once, in its own column.
+    operation_value = _normalized_operation(F.col(OPERATION_RAW_COLUMN))
+    flag_names = {}
+    if placeholder is not None:
+        flag_names = {c.name: f"_unavailable_{c.name}" for c in table.columns if not c.key}
+    flagged = raw.select(
+        "*",
+        operation_value.alias("_operation"),
+        *[
+            (
+                operation_value.isin(*IMAGE_OPERATIONS)
+                & is_unavailable(F.col(name), str(placeholder))
+            ).alias(flag)
+            for name, flag in flag_names.items()
+        ],
+    )
+    operation = F.col("_operation")
+    unavailable = {name: F.col(flag) for name, flag in flag_names.items()}
+    typed_values = {c.name: _typed(raw, c) for c in table.columns}
+    typed_values = {
+        name: F.when(~unavailable[name], value) if name in unavailable else value
+        for name, value in typed_values.items()
     }
+    typed_values |= {
+        BEFORE_PREFIX + c.name: _typed(raw, c, BEFORE_PREFIX) for c in table.key_columns
+    }
+    staged, typed_refs = stage_typed(flagged, typed_values)
+    typed = {c.name: typed_refs[c.name] for c in table.columns}
+    typed_before = {c.name: typed_refs[BEFORE_PREFIX + c.name] for c in table.key_columns}
     malformed = F.col("_corrupt_record").isNotNull()
+    tombstone = F.col(TOMBSTONE_COLUMN)
     problems = F.array_compact(
         F.array(
             F.when(
@@ -239,27 +392,27 @@ def typed_events(raw: DataFrame, table: TableConfig, values_map: Column) -> Data
             ),
             *[
                 F.when(~malformed, p)
-                for p in _event_problems(table, operation, typed, typed_before)
+                for p in _event_problems(table, operation, typed, typed_before, unavailable)
             ],
         )
     )
-    errors = F.when(F.size(problems) > 0, problems)
-    sequence = F.struct(
-        *[
-            F.col(SEQUENCE_PREFIX + f.alias).try_cast(f.type).alias(f.alias)
-            for f in table.changes.sequence_by
-        ]
-    )
+    errors = F.when(~tombstone & (F.size(problems) > 0), problems)
+    sequence = F.struct(*[_sequence_value(f).alias(f.alias) for f in table.changes.sequence_by])
     before_present = F.lit(False)
     for column in table.key_columns:
         before_present = before_present | F.col(BEFORE_PREFIX + column.name).isNotNull()
-    cast = raw.select(
+    unavailable_names = F.array_compact(
+        F.array(*[F.when(flag, F.lit(name)) for name, flag in sorted(unavailable.items())])
+    )
+    cast = staged.select(
         *[typed[c.name].alias(c.name) for c in table.columns],
-        operation.alias("event_op"),
+        # A tombstone is no event: it is counted, never applied.
+        F.when(~tombstone, operation).alias("event_op"),
         sequence.alias("event_sequence"),
         F.when(
             (operation == "u") & before_present, _identity_hash(typed_before, table.key_columns)
         ).alias("before_keyhash"),
+        F.when(F.size(unavailable_names) > 0, unavailable_names).alias(UNAVAILABLE_COLUMN),
         errors.alias("_row_errors"),
         F.when(errors.isNotNull(), values_map).alias("_raw_values"),
         F.when(errors.isNotNull(), F.col(LINE_COLUMN)).alias("_raw_line"),
@@ -267,12 +420,16 @@ def typed_events(raw: DataFrame, table: TableConfig, values_map: Column) -> Data
         "_block_start",
         "_row_id",
     )
-    hashed = with_row_hashes(cast, list(table.key_columns), list(table.compared_columns))
+    keyed = with_hashes(cast, {"keyhash": list(table.key_columns)})
+    marked = prior.mark_new_events(keyed.withColumn("event_id", _event_id(table)))
+    if unavailable and not table.is_keyless:
+        marked = prior.fill_unavailable(marked, table)
+    hashed = with_hashes(marked, {"nonkeyhash": list(table.compared_columns)})
     is_truncate = F.col("event_op") == "t"
     same_key = F.col("before_keyhash") == F.col("keyhash")
     return hashed.select(
         *[c.name for c in table.columns],
-        F.when(~is_truncate, F.col("keyhash")).alias("keyhash"),
+        F.when(~is_truncate & F.col("event_op").isNotNull(), F.col("keyhash")).alias("keyhash"),
         F.when(F.col("event_op").isin(*IMAGE_OPERATIONS), F.col("nonkeyhash")).alias("nonkeyhash"),
         # A primary-key update that keeps its key is a plain update; without a key, the
         # before image is the row that goes away, whatever the after image is.
@@ -283,6 +440,8 @@ def typed_events(raw: DataFrame, table: TableConfig, values_map: Column) -> Data
         ).alias("before_keyhash"),
         "event_op",
         "event_sequence",
+        "event_id",
+        "is_new_event",
         "_row_errors",
         "_raw_values",
         "_raw_line",
@@ -292,20 +451,124 @@ def typed_events(raw: DataFrame, table: TableConfig, values_map: Column) -> Data
     )
 
 
+def read_phase(operation: Column) -> Column:
+    """Where an event stands among the events at its position: snapshot reads first.
+
+    A snapshot's reads carry the log position the snapshot started at, which the first
+    streamed change may share (a MySQL binlog position); the streamed change is later.
+    """
+    return F.when(operation == "r", F.lit(0)).otherwise(F.lit(1))
+
+
+@dataclass(frozen=True)
+class PriorSnapshot:
+    """The state snapshot before a business date, as the change-event stage needs it.
+
+    ``rows`` is that partition of ``<name>_state`` (None before the first date). Its ``W``
+    row holds the watermark (the greatest sequence applied so far); its ``A`` rows hold, as
+    ``nonkeyhash``, the ``event_id`` of every event applied *at* the watermark's position.
+    """
+
+    rows: DataFrame | None
+
+    @classmethod
+    def read(cls, spark: SparkSession, state: str | None, date: str) -> PriorSnapshot:
+        """The latest snapshot of ``state`` before ``date`` (from the metastore's partitions)."""
+        if state is None or not spark.catalog.tableExists(state):
+            return cls(None)
+        dates = [row[0].split("=", 1)[1] for row in spark.sql(f"show partitions {state}").collect()]
+        earlier = [d for d in dates if d < date]
+        if not earlier:
+            return cls(None)
+        rows = spark.table(state).where(F.col("business_date") == F.lit(max(earlier)).cast("date"))
+        return cls(rows)
+
+    def watermark(self) -> DataFrame | None:
+        """One row: ``_watermark`` and ``_applied_at_watermark`` (how many ``A`` rows)."""
+        if self.rows is None:
+            return None
+        operation = F.col("operation")
+        return self.rows.where(operation.isin("W", "A")).agg(
+            F.max(F.when(operation == "W", F.col("event_sequence"))).alias("_watermark"),
+            F.count_if(operation == "A").alias("_applied_at_watermark"),
+        )
+
+    def mark_new_events(self, events: DataFrame) -> DataFrame:
+        """Add ``is_new_event``: whether an event has not been applied by an earlier date.
+
+        New are the events above the watermark, and those *at* it whose ``event_id`` is not
+        among the ``A`` rows (a snapshot's reads landed over several dates). A state written
+        before ``A`` rows existed has none: there, events at the watermark count as applied.
+        """
+        summary = self.watermark()
+        if summary is None:
+            return events.withColumn("is_new_event", F.col("event_op").isNotNull())
+        applied = self.rows.where(F.col("operation") == "A").select(
+            F.col("nonkeyhash").alias("_applied_id"), F.lit(True).alias("_was_applied")
+        )
+        joined = events.crossJoin(F.broadcast(summary)).join(
+            applied, F.col("event_id") == F.col("_applied_id"), "left"
+        )
+        watermark = F.col("_watermark")
+        sequence = F.col("event_sequence")
+        at_watermark_new = (F.col("_applied_at_watermark") > 0) & F.col("_was_applied").isNull()
+        is_new = F.col("event_op").isNotNull() & (
+            watermark.isNull()
+            | (sequence > watermark)
+            | ((sequence == watermark) & at_watermark_new)
+        )
+        return joined.select(*events.columns, is_new.alias("is_new_event"))
+
+    def fill_unavailable(self, events: DataFrame, table: TableConfig) -> DataFrame:
+        """Replace unavailable values by the key's value before the event.
+
+        That is the latest value of the column among the key's earlier new events of the
+        date that carried it, or else the previous snapshot's value (of the before image's
+        key). Runs only when some event of the date holds a placeholder.
+        """
+        if events.where(F.col(UNAVAILABLE_COLUMN).isNotNull()).isEmpty():
+            return events
+        carried = F.col("is_new_event") & F.col("_row_errors").isNull()
+        carried = carried & F.col("event_op").isin(*IMAGE_OPERATIONS)
+        earlier = (
+            Window.partitionBy("keyhash")
+            .orderBy("event_sequence", read_phase(F.col("event_op")))
+            .rowsBetween(Window.unboundedPreceding, -1)
+        )
+        non_key = [c.name for c in table.columns if not c.key]
+        framed = events
+        if self.rows is not None:
+            previous = self.rows.where(F.col("operation").isin("I", "U", "N", "X")).select(
+                F.col("keyhash").alias("_lookup_keyhash"),
+                *[F.col(name).alias(f"_previous_{name}") for name in non_key],
+            )
+            lookup = F.coalesce(F.col("before_keyhash"), F.col("keyhash"))
+            framed = events.join(previous, lookup == F.col("_lookup_keyhash"), "left")
+        filled = []
+        for name in non_key:
+            missing = F.coalesce(F.array_contains(F.col(UNAVAILABLE_COLUMN), name), F.lit(False))
+            supplied = F.last(
+                F.when(carried & ~missing, F.struct(F.col(name).alias("value"))), ignorenulls=True
+            ).over(earlier)
+            fallback = F.col(f"_previous_{name}") if self.rows is not None else F.lit(None)
+            value = F.when(supplied.isNotNull(), supplied["value"]).otherwise(fallback)
+            filled.append(F.when(missing, value).otherwise(F.col(name)).alias(name))
+        return framed.select(*[F.col(c) for c in events.columns if c not in non_key], *filled)
+
+
 def fail_on_conflicting_events(table: TableConfig, date: str, loaded: DataFrame) -> None:
     """Refuse a feed in which two different events of one key share a sequence.
 
     The same event delivered twice is harmless (it is applied once); two different events
-    at one position could be applied in either order. The stage is bucketed by ``keyhash``,
-    so this aggregation needs no shuffle.
+    at one position could be applied in either order. A snapshot read and a streamed
+    change at one position are ordered (:func:`read_phase`). The stage is bucketed by
+    ``keyhash``, so this aggregation needs no shuffle.
     """
     conflicts = (
         loaded.where(F.col("keyhash").isNotNull())
-        .groupBy("keyhash", "event_sequence")
+        .groupBy("keyhash", "event_sequence", read_phase(F.col("event_op")))
         .agg(
-            F.count_distinct(F.col("event_op"), F.coalesce(F.col("nonkeyhash"), F.lit(b""))).alias(
-                "versions"
-            ),
+            F.count_distinct(F.col("event_id")).alias("versions"),
             F.array_sort(F.collect_set("_source_file")).alias("files"),
             F.first(F.struct(*[c.name for c in table.key_columns])).alias("key"),
         )
@@ -332,40 +595,28 @@ def fail_on_conflicting_events(table: TableConfig, date: str, loaded: DataFrame)
 
 
 def report_skipped_events(
-    spark: SparkSession, table: TableConfig, date: str, loaded: DataFrame, state: str
-) -> int:
-    """Say how many loaded events are at or below the table's watermark (and so skipped).
+    table: TableConfig, date: str, loaded: DataFrame, prior: PriorSnapshot
+) -> None:
+    """Say how many loaded events were not applied, and how many tombstones were ignored.
 
     Re-delivered events are expected and change nothing; but an event that arrives after
     later events were applied is late, and is skipped too: the message says how to apply it.
-    Returns the number of skipped events.
     """
-    if not spark.catalog.tableExists(state):
-        return 0
-    watermark = (
-        spark.table(state)
-        .where((F.col("operation") == "W") & (F.col("business_date") < F.lit(date).cast("date")))
-        .orderBy(F.col("business_date").desc())
-        .select(F.col("event_sequence").alias("_watermark"))
-        .limit(1)
-        .where(F.col("_watermark").isNotNull())  # no event applied yet
+    counts = loaded.agg(
+        F.count_if(F.col("event_op").isNull()).alias("tombstones"),
+        F.count_if(F.col("event_op").isNotNull() & ~F.col("is_new_event")).alias("skipped"),
+    ).first()
+    where = f"hashcdc: table '{table.name}', business date {date}"
+    if counts["tombstones"]:
+        print(f"{where}: {counts['tombstones']} tombstone(s) ignored (deletes are their events).")
+    if not counts["skipped"]:
+        return
+    summary = prior.watermark()
+    watermark = summary.first()["_watermark"] if summary is not None else None
+    shown = tuple(watermark) if watermark is not None else "(none)"
+    print(
+        f"{where}: {counts['skipped']} event(s) at or below the watermark {shown} were skipped "
+        "(already applied). Re-delivered events change nothing; an event that arrived after "
+        "later ones were applied is late: put its file in the landing folder of the date it "
+        "belongs to and run `hashcdc replay --from <that date>` to apply it in order."
     )
-    counted = (
-        loaded.crossJoin(F.broadcast(watermark))
-        .groupBy("_watermark")
-        .agg(F.count_if(F.col("event_sequence") <= F.col("_watermark")).alias("skipped"))
-        .collect()
-    )
-    if not counted:
-        return 0
-    skipped = int(counted[0]["skipped"])
-    watermark_value = tuple(counted[0]["_watermark"])
-    if skipped:
-        print(
-            f"hashcdc: table '{table.name}', business date {date}: {skipped} event(s) at or "
-            f"below the watermark {watermark_value} were skipped. Re-delivered events change "
-            "nothing; an event that arrived after later ones were applied is late: put its file "
-            "in the landing folder of the date it belongs to and run `hashcdc replay --from "
-            "<that date>` to apply it in order."
-        )
-    return skipped

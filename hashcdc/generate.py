@@ -115,7 +115,10 @@ from hashcdc.stage import typecast_and_hash, validate_stage
 def model(dbt, session):
     dbt.config(materialized="table")
     return typecast_and_hash(
-        session, dbt.config.meta_get("hashcdc_table"), dbt.config.meta_get("business_date")
+        session,
+        dbt.config.meta_get("hashcdc_table"),
+        dbt.config.meta_get("business_date"),
+        schema=dbt.this.schema,
     )
 
 
@@ -140,6 +143,19 @@ validate = validate_stage
             "name": "event_sequence",
             "description": "The event's position (changes.sequence_by fields, typed).",
             "data_type": "struct",
+        },
+        {
+            "name": "event_id",
+            "description": "128-bit identity of the event's content (operation, values, before "
+            "key; not its position): tells apart the events that share one position.",
+            "data_type": "binary",
+        },
+        {
+            "name": "is_new_event",
+            "description": "Whether the event was not applied by an earlier date: above the "
+            "watermark, or at it and not among the events applied there (A rows). False for "
+            "re-delivered and late events and for tombstones (event_op null).",
+            "data_type": "boolean",
         },
     ]
     columns = (
@@ -411,7 +427,8 @@ def _cdc_files(table: TableConfig) -> list[GeneratedFile]:
         "name": "operation",
         "description": "I insert, U update, N no change, X not supplied by a delta extract "
         "or untouched by a change feed (kept as it was), D delete (state snapshots and history "
-        "only), W the watermark row of a change feed's snapshot (state only).",
+        "only), W the watermark row of a change feed's snapshot and A one row per event applied "
+        "at the watermark's position (state only).",
         "data_type": "string",
     }
     eff_start_doc = {

@@ -123,17 +123,13 @@ def digest(units: list[Column]) -> Column:
     return F.unhex(F.concat(*[_lane_hex(lane, units) for lane in HASH_LANES]))
 
 
-def with_row_hashes(
-    frame: DataFrame,
-    key_columns: list[ColumnConfig],
-    compared_columns: list[ColumnConfig],
-) -> DataFrame:
-    """Add ``keyhash`` and ``nonkeyhash`` to a frame of typed columns.
+def with_hashes(frame: DataFrame, hashes: dict[str, list[ColumnConfig]]) -> DataFrame:
+    """Add one 128-bit hash column per entry of ``hashes`` (name -> the columns it covers).
 
     The canonical values are projected first, in their own step, so that each is computed
-    once although both lanes (and the null test of its name) use it.
+    once although every lane (and the null test of its name) uses it.
     """
-    hashed = {c.name: c for c in [*key_columns, *compared_columns]}
+    hashed = {c.name: c for configs in hashes.values() for c in configs}
     canonical = frame.select(
         "*",
         *[
@@ -145,11 +141,19 @@ def with_row_hashes(
     def row_digest(configs: list[ColumnConfig]) -> Column:
         return digest(hash_units((c.name, F.col(_canonical_column(c.name))) for c in configs))
 
+    kept = [name for name in frame.columns if name not in hashes]
     return canonical.select(
-        *frame.columns,
-        row_digest(key_columns).alias("keyhash"),
-        row_digest(compared_columns).alias("nonkeyhash"),
+        *kept, *[row_digest(configs).alias(name) for name, configs in hashes.items()]
     )
+
+
+def with_row_hashes(
+    frame: DataFrame,
+    key_columns: list[ColumnConfig],
+    compared_columns: list[ColumnConfig],
+) -> DataFrame:
+    """Add ``keyhash`` and ``nonkeyhash`` to a frame of typed columns."""
+    return with_hashes(frame, {"keyhash": key_columns, "nonkeyhash": compared_columns})
 
 
 def _canonical_column(name: str) -> str:

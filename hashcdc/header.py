@@ -70,7 +70,8 @@ def check_header(spark: SparkSession, table: TableConfig, files: list[str]) -> N
         Listing, per file, the missing, extra or reordered columns.
 
     """
-    expected = table.source_columns
+    # Field names compare case-insensitively, as Spark resolves columns.
+    expected = [name.lower() for name in table.source_columns]
     reports = []
     if table.source.format == "parquet":
         actual = [name.lower() for name in spark.read.parquet(*files).columns]

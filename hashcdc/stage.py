@@ -34,10 +34,17 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from hashcdc.casting import column_failed, column_message, typed_value, values_map
+from hashcdc.casting import (
+    column_failed,
+    column_message,
+    stage_typed,
+    typed_value,
+    values_map,
+)
 from hashcdc.config import EVENT_FORMATS, TableConfig
 from hashcdc.errors import HashcdcError, InputDataError
 from hashcdc.feed import (
+    PriorSnapshot,
     fail_on_conflicting_events,
     raw_events,
     raw_table_events,
@@ -58,7 +65,7 @@ ROW_ID_COLUMN = "_row_id"
 # Kept in the stage for rejected rows only (null otherwise): where the row came from.
 REJECT_DETAIL_COLUMNS = (RAW_VALUES_COLUMN, RAW_LINE_COLUMN, BLOCK_START_COLUMN, ROW_ID_COLUMN)
 # The stage columns of a change feed besides those of an extract (see hashcdc.feed).
-EVENT_COLUMNS = ("before_keyhash", "event_op", "event_sequence")
+EVENT_COLUMNS = ("before_keyhash", "event_op", "event_sequence", "event_id", "is_new_event")
 MAX_REPORTED_ROWS = 10
 # Spark's CSV reader reports an unquoted empty field as its nullValue and a quoted empty
 # field ("") as "". With this marker (never in real data) as nullValue, `a,,b` reads as
@@ -116,10 +123,10 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
     """
     if table.source.format in EVENT_FORMATS:
         return read_event_lines(spark, files)
-    names = table.source_columns
+    fields = table.source_fields
     if table.source.format == "parquet":
         frame = spark.read.parquet(*files)
-        selected = [F.col(name).cast("string").alias(name) for name in names]
+        selected = [F.col(source).cast("string").alias(name) for source, name in fields]
         return frame.select(
             *selected,
             F.lit(None).cast("string").alias(CORRUPT_RECORD_COLUMN),
@@ -128,8 +135,9 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
             F.col("_metadata.row_index").alias(ROW_ID_COLUMN),
         )
     options = table.source.csv
+    # Columns are taken by position (the header was checked), named as in the lake.
     schema = StructType(
-        [StructField(name, StringType(), True) for name in names]
+        [StructField(name, StringType(), True) for _, name in fields]
         + [StructField(CORRUPT_RECORD_COLUMN, StringType(), True)]
     )
     frame = (
@@ -156,7 +164,7 @@ def _raw_reader(spark: SparkSession, table: TableConfig, files: list[str]) -> Da
 
 
 def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
-    typed = {c.name: typed_value(F.col(c.name), c) for c in table.columns}
+    staged, typed = stage_typed(raw, {c.name: typed_value(F.col(c.name), c) for c in table.columns})
     is_malformed = F.col(CORRUPT_RECORD_COLUMN).isNotNull()
     has_errors = is_malformed
     for column in table.columns:
@@ -174,7 +182,7 @@ def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
             *[column_message(F.col(c.name), typed[c.name], c) for c in table.columns],
         )
     )
-    return raw.select(
+    return staged.select(
         *[typed[c.name].alias(c.name) for c in table.columns],
         F.when(has_errors, messages).alias(ROW_ERRORS_COLUMN),
         F.when(has_errors, values_map(table)).alias(RAW_VALUES_COLUMN),
@@ -216,8 +224,13 @@ def _mark_superseded_duplicates(frame: DataFrame, table: TableConfig) -> DataFra
     )
 
 
+def state_table(schema: str | None, table: TableConfig) -> str | None:
+    """The qualified name of a table's state model (None when the schema is unknown)."""
+    return f"{schema}.{table.name}_state" if schema else None
+
+
 def typecast_and_hash(
-    spark: SparkSession, table_data: dict[str, Any], business_date: Any
+    spark: SparkSession, table_data: dict[str, Any], business_date: Any, schema: str | None = None
 ) -> DataFrame:
     """Build the stage DataFrame of one table for one business date.
 
@@ -229,6 +242,8 @@ def typecast_and_hash(
         The table config as embedded by ``hashcdc generate`` (``TableConfig.to_dict``).
     business_date : str
         ``YYYY-MM-DD``.
+    schema : str, optional
+        The schema of the table's models: a change feed reads its previous state there.
 
     Returns
     -------
@@ -253,7 +268,8 @@ def typecast_and_hash(
             "Nothing was written; deliver the extract and re-run the date."
         )
     if table.is_feed:
-        return _stage_columns(_event_stage(spark, table, files), table, date)
+        prior = PriorSnapshot.read(spark, state_table(schema, table), date)
+        return _stage_columns(_event_stage(spark, table, files, prior), table, date)
     check_header(spark, table, files)
     typed = _typed_with_errors(_raw_reader(spark, table, files), table)
     hashed = with_row_hashes(typed, list(table.key_columns), list(table.compared_columns))
@@ -262,14 +278,16 @@ def typecast_and_hash(
     return _stage_columns(hashed, table, date)
 
 
-def _event_stage(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+def _event_stage(
+    spark: SparkSession, table: TableConfig, files: list[str], prior: PriorSnapshot
+) -> DataFrame:
     """The events of a change feed, cast and hashed: one row per event (:mod:`hashcdc.feed`)."""
     if table.source.format in EVENT_FORMATS:
         raw = raw_events(spark, table, files)
     else:
         check_header(spark, table, files)
         raw = raw_table_events(_raw_reader(spark, table, files), table)
-    return typed_events(raw, table, values_map(table))
+    return typed_events(raw, table, values_map(table), prior)
 
 
 def _stage_columns(hashed: DataFrame, table: TableConfig, date: str) -> DataFrame:
@@ -445,7 +463,8 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     loaded = written.where(F.col(ROW_ERRORS_COLUMN).isNull())
     if table.is_feed:
         fail_on_conflicting_events(table, date, loaded)
-        report_skipped_events(spark, table, date, loaded, f"{dbt.this.schema}.{table.name}_state")
+        prior = PriorSnapshot.read(spark, state_table(dbt.this.schema, table), date)
+        report_skipped_events(table, date, loaded, prior)
     elif not table.duplicates_keep_last_by:
         _fail_on_duplicate_keys(table, date, loaded)
 

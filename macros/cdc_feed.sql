@@ -4,9 +4,11 @@
 {% endmacro %}
 
 {% macro default__cdc_feed_state(incoming, table_name, columns, keyless) %}
-{#- The state after a date's change events: the events above the previous watermark,
-    in sequence order, net per key, applied to the previous snapshot. One 'W' row per
-    snapshot carries the table's watermark (the greatest sequence applied so far). -#}
+{#- The state after a date's change events: the events not applied before (the stage's
+    is_new_event), in sequence order, net per key, applied to the previous snapshot. One
+    'W' row per snapshot carries the table's watermark (the greatest sequence applied so
+    far), and one 'A' row per event applied at the watermark's position its event_id (as
+    nonkeyhash), so that the rest of a snapshot landed later is still applied. -#}
 {%- set business_date = hashcdc.business_date() -%}
 {%- set previous_date = none -%}
 {%- if is_incremental() -%}
@@ -38,7 +40,7 @@ previous_state as (
         event_sequence,
         eff_start_date
     from {{ this }}
-    where business_date = date'{{ previous_date }}' and operation not in ('D', 'W')
+    where business_date = date'{{ previous_date }}' and operation in ('I', 'U', 'N', 'X')
     {%- endif %}
 ),
 
@@ -55,6 +57,8 @@ key_events as (
     select
         keyhash,
         event_sequence,
+        {#- At one position, a snapshot's read comes before a streamed change. #}
+        if(event_op = 'r', 0, 1) as read_phase,
         event_op in ('c', 'u', 'r') as is_upsert,
         {{ "if(event_op = 'd', -1, 1) as copies_delta," if keyless }}
         nonkeyhash,
@@ -67,6 +71,7 @@ key_events as (
     select
         before_keyhash as keyhash,
         event_sequence,
+        1 as read_phase,
         false as is_upsert,
         {{ "-1 as copies_delta," if keyless }}
         null as nonkeyhash,
@@ -89,7 +94,8 @@ ranked_key_events as (
     select
         key_events_after_truncate.*,
         row_number() over (
-            partition by keyhash order by event_sequence desc, is_upsert desc
+            partition by keyhash
+            order by event_sequence desc, read_phase desc, is_upsert desc
         ) as recency
     from key_events_after_truncate
 ),
@@ -202,12 +208,45 @@ new_state as (
 
 watermark as (
     select
-        null as keyhash,
-        'W' as operation,
         greatest(
             (select max(watermark) from previous_watermark),
             (select max(event_sequence) from applied_events)
         ) as event_sequence
+),
+
+applied_at_watermark as (
+    {#- The events applied at the watermark's position: today's, and the earlier dates'
+        while the watermark has not moved. -#}
+    select
+        applied_events.keyhash,
+        applied_events.event_id
+    from applied_events
+    inner join watermark
+        on applied_events.event_sequence = watermark.event_sequence
+    union
+    select
+        previous_applied.keyhash,
+        previous_applied.event_id
+    from previous_applied
+    inner join watermark
+        on previous_applied.event_sequence = watermark.event_sequence
+),
+
+bookkeeping as (
+    select
+        null as keyhash,
+        null as event_id,
+        'W' as operation,
+        event_sequence
+    from watermark
+    union all
+    select
+        applied_at_watermark.keyhash,
+        applied_at_watermark.event_id,
+        'A' as operation,
+        watermark.event_sequence
+    from applied_at_watermark
+    cross join watermark
 ),
 
 final as (
@@ -227,12 +266,12 @@ final as (
         null as {{ adapter.quote(column) }},
         {%- endfor %}
         keyhash,
-        null as nonkeyhash,
+        event_id as nonkeyhash,
         operation,
         null as eff_start_date,
         event_sequence,
         date'{{ business_date }}' as business_date
-    from watermark
+    from bookkeeping
 )
 
 select * from final
@@ -245,8 +284,9 @@ select * from final
 {% endmacro %}
 
 {% macro default__feed_applied_events(incoming, state, previous_date, columns) %}
-{#- CTEs previous_watermark, delivered_events and applied_events: the date's loaded events
-    above the watermark of the previous snapshot, each once (a file delivered twice, or an
+{#- CTEs previous_watermark, previous_applied, delivered_events and applied_events: the
+    date's loaded events that no earlier date applied (is_new_event, decided by the stage
+    against the previous snapshot's W and A rows), each once (a file delivered twice, or an
     event re-sent, is applied once). -#}
 {%- set business_date = hashcdc.business_date() -%}
 previous_watermark as (
@@ -260,6 +300,22 @@ previous_watermark as (
     {%- endif %}
 ),
 
+previous_applied as (
+    select
+        keyhash,
+        {%- if previous_date is none %}
+        event_id,
+        event_sequence
+    from {{ incoming }}
+    where false
+    {%- else %}
+        nonkeyhash as event_id,
+        event_sequence
+    from {{ state }}
+    where business_date = date'{{ previous_date }}' and operation = 'A'
+    {%- endif %}
+),
+
 delivered_events as (
     select
         {{ hashcdc._column_list(columns) }},
@@ -267,19 +323,17 @@ delivered_events as (
         nonkeyhash,
         before_keyhash,
         event_op,
-        event_sequence
+        event_sequence,
+        event_id
     from {{ incoming }}
-    where business_date = date'{{ business_date }}' and _row_errors is null
+    where
+        business_date = date'{{ business_date }}'
+        and _row_errors is null
+        and is_new_event
 ),
 
 applied_events as (
-    select distinct delivered_events.*
-    from delivered_events
-    left join previous_watermark
-        on true
-    where
-        previous_watermark.watermark is null
-        or delivered_events.event_sequence > previous_watermark.watermark
+    select distinct * from delivered_events
 )
 {%- endmacro %}
 

@@ -207,7 +207,7 @@ previous_versions as (
     where false
     {%- else %}
     from {{ state }}
-    where business_date = date'{{ previous_date }}' and operation not in ('D', 'W')
+    where business_date = date'{{ previous_date }}' and operation in ('I', 'U', 'N', 'X')
     {%- endif %}
 ),
 

@@ -9,7 +9,10 @@ from hashcdc.stage import typecast_and_hash, validate_stage
 def model(dbt, session):
     dbt.config(materialized="table")
     return typecast_and_hash(
-        session, dbt.config.meta_get("hashcdc_table"), dbt.config.meta_get("business_date")
+        session,
+        dbt.config.meta_get("hashcdc_table"),
+        dbt.config.meta_get("business_date"),
+        schema=dbt.this.schema,
     )
 
 

@@ -76,24 +76,60 @@ class FeedEvent:
     sequence: int
 
 
+@dataclass(frozen=True)
+class FeedPosition:
+    """How far a feed was applied: the greatest position, and the events applied *at* it.
+
+    Several events may share one position (a snapshot's reads, the rows of one statement)
+    and arrive on different dates: an event is applied once, whenever it arrives, unless a
+    later position was applied before it came (then it is late, and skipped).
+    """
+
+    watermark: int | None = None
+    applied_at_watermark: frozenset[FeedEvent] = frozenset()
+
+    def new_events(self, delivered: list[FeedEvent]) -> list[FeedEvent]:
+        """The delivered events not applied before, each once, in the order they apply.
+
+        At one position, a snapshot's reads come before other events.
+        """
+        fresh = {
+            e
+            for e in delivered
+            if self.watermark is None
+            or e.sequence > self.watermark
+            or (e.sequence == self.watermark and e not in self.applied_at_watermark)
+        }
+        return sorted(fresh, key=lambda e: (e.sequence, e.op != "r"))
+
+    def after(self, applied: list[FeedEvent]) -> FeedPosition:
+        """The position once ``applied`` were applied."""
+        watermark = max(
+            [e.sequence for e in applied] + ([self.watermark] if self.watermark else []),
+            default=None,
+        )
+        at = frozenset(e for e in applied if e.sequence == watermark)
+        if watermark == self.watermark:
+            at |= self.applied_at_watermark
+        return FeedPosition(watermark, at)
+
+
 def apply_feed(
     state: dict[tuple, Version],
-    watermark: int | None,
+    position: FeedPosition,
     delivered: list[FeedEvent],
     business_date: str,
     columns: list[str],
     identity: list[str],
     compared: list[str],
-) -> tuple[dict[tuple, Version], list[Version], int | None]:
+) -> tuple[dict[tuple, Version], list[Version], FeedPosition]:
     """Apply a date's delivered events one at a time, in sequence order, with a key.
 
-    Events at or below the watermark are skipped, the same event delivered twice is applied
-    once. Returns the new state, the net history of the date and the new watermark.
+    Events applied before are skipped (:class:`FeedPosition`), the same event delivered
+    twice is applied once. Returns the new state, the net history of the date and the new
+    position.
     """
-    applied = sorted(
-        {e for e in delivered if watermark is None or e.sequence > watermark},
-        key=lambda e: e.sequence,
-    )
+    applied = position.new_events(delivered)
     rows = {key: version.row for key, version in state.items()}
     touched: set[tuple] = set()
     for event in applied:
@@ -109,27 +145,21 @@ def apply_feed(
             key = tuple(row[c] for c in identity)
             rows[key] = row
             touched.add(key)
-    new_watermark = max(
-        [e.sequence for e in applied] + ([watermark] if watermark else []), default=None
-    )
     new_state, history = _tagged(state, rows, touched, business_date, compared)
-    return new_state, history, new_watermark
+    return new_state, history, position.after(applied)
 
 
 def apply_keyless_feed(
     copies: dict[tuple, int],
-    watermark: int | None,
+    position: FeedPosition,
     delivered: list[FeedEvent],
-) -> tuple[dict[tuple, int], dict[tuple, tuple[str, int]], int | None]:
+) -> tuple[dict[tuple, int], dict[tuple, tuple[str, int]], FeedPosition]:
     """The same for a table without a key: identical rows counted.
 
     Returns the new copies per row, the net history of the date (row -> (operation,
-    copies; for D the copies before)) and the new watermark.
+    copies; for D the copies before)) and the new position.
     """
-    applied = sorted(
-        {e for e in delivered if watermark is None or e.sequence > watermark},
-        key=lambda e: e.sequence,
-    )
+    applied = position.new_events(delivered)
     counts = dict(copies)
     for event in applied:
         if event.op == "t":
@@ -149,7 +179,4 @@ def apply_keyless_feed(
             history[row] = ("D", old)
         elif new != old:
             history[row] = ("U", new)
-    new_watermark = max(
-        [e.sequence for e in applied] + ([watermark] if watermark else []), default=None
-    )
-    return counts, history, new_watermark
+    return counts, history, position.after(applied)

@@ -254,3 +254,103 @@ def test_changes_block_and_event_formats_belong_to_feeds() -> None:
     _, problems = parse(text)
     assert "tables/t.yml: changes: only for extract_type: changes" in problems
     assert any("'debezium' carries change events" in p for p in problems)
+
+
+ORACLE_FEED = """
+name: t
+extract_type: changes
+source: {path: 'landing/t/{business_date}/*', format: debezium_flat}
+changes:
+  sequence_by: [__file, __pos, __row]
+  unavailable_value: __unavailable__
+columns:
+  - {name: id, type: bigint, key: true, source_name: ORDER_ID}
+  - {name: total, type: 'decimal(12,3)', encoding: debezium_variable_decimal}
+  - {name: discount, type: 'decimal(6,2)', encoding: debezium_decimal, source_scale: 4}
+"""
+
+
+def test_source_names_encodings_and_placeholder_are_configurable() -> None:
+    config, problems = parse(ORACLE_FEED)
+    assert problems == []
+    # Binlog file names are text in the flattened form too.
+    assert [f.type for f in config.changes.sequence_by] == ["string", "bigint", "bigint"]
+    assert config.changes.unavailable_value == "__unavailable__"
+    assert [c.source_field for c in config.columns] == ["ORDER_ID", "total", "discount"]
+    assert config.columns[2].source_scale == 4
+    assert type(config).from_dict(config.to_dict()) == config
+    default, _ = parse(ORACLE_FEED.replace("  unavailable_value: __unavailable__\n", ""))
+    assert default.changes.unavailable_value == "__debezium_unavailable_value"
+    off, _ = parse(ORACLE_FEED.replace("__unavailable__", "null"))
+    assert off.changes.unavailable_value is None
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            ("encoding: debezium_variable_decimal", "encoding: base64"),
+            "columns[1] (total).encoding: must be one of debezium_decimal, "
+            "debezium_variable_decimal, got 'base64'",
+        ),
+        (
+            ("type: 'decimal(12,3)'", "type: string"),
+            "columns[1] (total).encoding: 'debezium_variable_decimal' decodes decimals: give a "
+            "decimal(p,s) type",
+        ),
+        (
+            ("source_scale: 4", "source_scale: -1"),
+            "columns[2] (discount).source_scale: must be a whole number 0-38, got -1",
+        ),
+        (
+            ("source_name: ORDER_ID", "source_name: total"),
+            "columns: two columns read the same source field 'total'",
+        ),
+        (
+            ("source_name: ORDER_ID", "source_name: ''"),
+            "columns[0] (id).source_name: must be the field's name in the extract, got ''",
+        ),
+        (
+            ("unavailable_value: __unavailable__", "unavailable_value: 3"),
+            "changes.unavailable_value: must be the connector's placeholder text",
+        ),
+    ],
+)
+def test_bad_source_names_and_encodings_are_reported(change: tuple, message: str) -> None:
+    _, problems = parse(ORACLE_FEED.replace(*change))
+    assert any(f"tables/t.yml: {message}" in p for p in problems), problems
+
+
+def test_source_names_are_the_header_of_a_csv_extract() -> None:
+    text = ARTICLE_STYLE.replace("{name: k1, target_type: string", "{name: k1, source_name: K1")
+    text = text.replace("source_name: K1", "source_name: K1, type: string")
+    config, problems = parse(text, "tables/synthetic_cdc_data.yml")
+    assert problems == []
+    assert config.source_columns[:2] == ["K1", "k2"]
+    assert config.source_fields[0] == ("K1", "k1")
+
+
+def test_a_sequence_field_may_be_missing_from_some_events() -> None:
+    text = ORACLE_FEED.replace(
+        "sequence_by: [__file, __pos, __row]",
+        "sequence_by: [__file, {field: __pos, missing: lowest}]",
+    )
+    config, problems = parse(text)
+    assert problems == []
+    assert config.changes.sequence_by[1].missing == "lowest"
+    _, problems = parse(
+        text.replace("{field: __pos, missing: lowest}", "{field: __pos, missing: last}")
+    )
+    assert (
+        "tables/t.yml: changes.sequence_by[1].missing: must be 'lowest' (or left out), got 'last'"
+        in problems
+    )
+    _, problems = parse(
+        text.replace(
+            "{field: __pos, missing: lowest}", "{field: __pos, type: date, missing: lowest}"
+        )
+    )
+    assert any(
+        "'lowest' is for string, tinyint, smallint, int, bigint fields, not date" in p
+        for p in problems
+    )

@@ -2,11 +2,13 @@
 
 Hypothesis draws (and one explicit example fixes) a sequence of source-database
 operations; a small simulator turns it into the Debezium events a connector would emit
-(inserts, value updates, key-changing updates, deletes with the row or the key only,
-snapshot reads, truncates) for a table with a key and one without. The log is cut into
-three business dates and delivered messily: each date's events shuffled over two files,
-earlier events re-sent, later events sent early. After every date, current and history
-must equal the pure-Python oracle, which applies the events one at a time in log order.
+(an initial snapshot whose reads all share one position, inserts, value updates, updates
+of two rows by one statement at one position, key-changing updates, deletes with the row
+or the key only, snapshot reads, truncates) for a table with a key and one without. The
+log is cut into three business dates (a cut may split the snapshot) and delivered
+messily: each date's events shuffled over two files, earlier events re-sent, later events
+sent early. After every date, current and history must equal the pure-Python oracle,
+which applies the events one at a time in log order, each once.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from oracle import FeedEvent, apply_feed, apply_keyless_feed
+from oracle import FeedEvent, FeedPosition, apply_feed, apply_keyless_feed
 
 DATES = ["2024-07-01", "2024-07-02", "2024-07-04"]
 NAMES = [None, "", "a", "Zoë", 'say "hi"', "x,y"]
@@ -40,6 +42,7 @@ scenario = st.tuples(
     st.lists(step, min_size=4, max_size=14),
     st.tuples(st.integers(0, 100), st.integers(0, 100)),
     st.integers(0, 2**16),
+    st.integers(0, 4),  # rows of the initial snapshot (reads at one position)
 )
 
 
@@ -56,18 +59,34 @@ class Simulated:
     def __init__(self) -> None:
         self.lines: list[tuple[int, str]] = []
         self.events: list[FeedEvent] = []
+        self.sequence = 0
 
-    def emit(self, op: str, before: dict | None, after: dict | None, oracle: FeedEvent) -> None:
-        sequence = len(self.lines) + 1
+    def emit(
+        self,
+        op: str,
+        before: dict | None,
+        after: dict | None,
+        oracle: FeedEvent,
+        same_position: bool = False,
+    ) -> None:
+        """Emit an event at the next position (or at the previous event's position)."""
+        if not (same_position and self.sequence):
+            self.sequence += 1
+        sequence = self.sequence
         envelope = {"before": before, "after": after, "op": op, "source": {"lsn": sequence}}
         self.lines.append((sequence, json.dumps(envelope)))
         self.events.append(FeedEvent(oracle.op, oracle.before, oracle.after, sequence))
 
 
-def simulate_keyed(steps: list[tuple[int, int, int, int]]) -> Simulated:
-    """Table (id key, name, amount)."""
+def simulate_keyed(steps: list[tuple[int, int, int, int]], snapshot_rows: int) -> Simulated:
+    """Table (id key, name, amount), starting with a snapshot of ``snapshot_rows`` rows."""
     out = Simulated()
     rows: dict[int, tuple[Any, Any, Any]] = {}
+    for key in range(snapshot_rows):
+        name, written, typed = _values(key, key + 1)
+        after_json = {"id": key, "name": name, "amount": written}
+        out.emit("r", None, after_json, FeedEvent("r", None, (key, name, typed), 0), True)
+        rows[key] = (name, written, typed)
     for kind, a, b, c in steps:
         free = [k for k in KEY_SPACE if k not in rows]
         taken = sorted(rows)
@@ -83,7 +102,19 @@ def simulate_keyed(steps: list[tuple[int, int, int, int]]) -> Simulated:
         key = taken[a % len(taken)]
         old_name, old_written, _ = rows[key]
         before_json = {"id": key, "name": old_name, "amount": old_written}
-        if kind in (3, 4, 5):  # update values
+        if kind == 5 and len(taken) > 1:  # one statement updates two rows: one position
+            for offset, (name, written, typed) in enumerate((_values(b, c), _values(c, b))):
+                other = taken[(a + offset) % len(taken)]
+                old_name, old_written, _ = rows[other]
+                out.emit(
+                    "u",
+                    {"id": other, "name": old_name, "amount": old_written},
+                    {"id": other, "name": name, "amount": written},
+                    FeedEvent("u", (other,), (other, name, typed), 0),
+                    same_position=offset == 1,
+                )
+                rows[other] = (name, written, typed)
+        elif kind in (3, 4, 5):  # update values
             out.emit(
                 "u",
                 before_json,
@@ -178,10 +209,12 @@ def _comparable(rows: list[dict[str, Any]], columns: list[str]) -> list[tuple]:
     return sorted((tuple(value(r[c]) for c in columns) for r in rows), key=repr)
 
 
-# Every kind of event at least once: updates of values and of keys, deletes with the row
-# and with the key only, snapshot reads of new and existing rows, a truncate mid-date.
+# Every kind of event at least once: a snapshot of three rows split over two dates, one
+# statement updating two rows at one position, updates of values and of keys, deletes with
+# the row and with the key only, snapshot reads of new and existing rows, a truncate.
 EVERY_KIND = (
     [
+        (5, 0, 1, 2),
         (0, 0, 1, 1),
         (0, 1, 1, 1),
         (0, 2, 2, 3),
@@ -195,8 +228,9 @@ EVERY_KIND = (
         (9, 1, 2, 2),
         (4, 0, 5, 1),
     ],
-    (30, 70),
-    0,  # re-sends on every date, and one event a date early
+    (10, 70),  # the first cut splits the snapshot's reads over two dates
+    35,  # re-sends on every date, and events a date early (two of them then late)
+    3,
 )
 
 
@@ -209,7 +243,7 @@ EVERY_KIND = (
 @given(scenario)
 @example(EVERY_KIND)
 def test_random_change_feeds_match_the_oracle(project: Any, drawn: tuple) -> None:
-    steps, cuts, seed = drawn
+    steps, cuts, seed, snapshot_rows = drawn
     number = next(_numbers)
     keyed, keyless = f"feedprop_{number}_keyed", f"feedprop_{number}_keyless"
     columns = [{"name": "name", "type": "string"}, {"name": "amount", "type": "decimal(10,2)"}]
@@ -226,10 +260,10 @@ def test_random_change_feeds_match_the_oracle(project: Any, drawn: tuple) -> Non
                 "columns": table_columns,
             }
         )
-    feeds = {keyed: simulate_keyed(steps), keyless: simulate_keyless(steps)}
+    feeds = {keyed: simulate_keyed(steps, snapshot_rows), keyless: simulate_keyless(steps)}
     state: dict = {}
     copies: dict = {}
-    watermarks: dict[str, int | None] = {keyed: None, keyless: None}
+    positions = {keyed: FeedPosition(), keyless: FeedPosition()}
     for day, business_date in enumerate(DATES):
         delivered: dict[str, list[FeedEvent]] = {}
         for name, feed in feeds.items():
@@ -242,9 +276,9 @@ def test_random_change_feeds_match_the_oracle(project: Any, drawn: tuple) -> Non
         outcome = project.build(business_date, keyed, keyless)
         assert outcome.success, outcome.text
 
-        state, history, watermarks[keyed] = apply_feed(
+        state, history, positions[keyed] = apply_feed(
             state,
-            watermarks[keyed],
+            positions[keyed],
             delivered[keyed],
             business_date,
             ["id", "name", "amount"],
@@ -279,8 +313,8 @@ def test_random_change_feeds_match_the_oracle(project: Any, drawn: tuple) -> Non
         ), (business_date, steps)
 
         previous = copies
-        copies, changes, watermarks[keyless] = apply_keyless_feed(
-            previous, watermarks[keyless], delivered[keyless]
+        copies, changes, positions[keyless] = apply_keyless_feed(
+            previous, positions[keyless], delivered[keyless]
         )
         expected_rows = [
             {"name": row[0], "amount": row[1]} for row, n in copies.items() for _ in range(n)
