@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Linting compiles the dbt project: keep its Spark metastore away from the real one.
 LINT_ENV := HASHCDC_WAREHOUSE_DIR=target/lint/warehouse HASHCDC_METASTORE_DIR=target/lint/metastore_db
 
-.PHONY: install demo test lint check clean
+.PHONY: install demo test test-unit lint check clean
 
 install: $(VENV)/.installed
 
@@ -20,6 +20,10 @@ demo: install
 
 test: install
 	$(BIN)/pytest
+
+# The unit tier alone: config, generator, hashing vectors, CLI parsing; no Spark, seconds.
+test-unit: install
+	$(BIN)/pytest -m "not spark"
 
 lint: install
 	$(BIN)/ruff check hashcdc tests python_models

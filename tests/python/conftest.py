@@ -20,9 +20,18 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+# A test that uses one of these needs the shared SparkSession: it is in the `spark` tier.
+SPARK_FIXTURES = frozenset({"project", "spark", "session_root"})
 
 os.environ["TZ"] = "UTC"
 time.tzset()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs Spark, so `pytest -m "not spark"` runs the unit tier."""
+    for item in items:
+        if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.spark)
 
 
 @dataclass

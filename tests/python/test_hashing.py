@@ -155,6 +155,11 @@ def test_golden_vectors(spark: Any, columns: list, values: list, units: list) ->
     assert spark_hash(spark, columns, values) == reference_hash(units)
 
 
+def test_frozen_units_hash_with_the_reference_xxh64() -> None:
+    """The unit tier's check of the frozen vector: no Spark, the independent XXH64 only."""
+    assert reference_hash(FROZEN_UNITS) == FROZEN_HASH
+
+
 def test_frozen_row_hash(spark: Any) -> None:
     assert spark_hash(spark, *FROZEN_ROW) == FROZEN_HASH
     assert reference_hash(FROZEN_UNITS) == FROZEN_HASH
