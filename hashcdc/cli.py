@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import os
 import sys
 import time
@@ -17,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc import generate
-from hashcdc.config import load_table_configs
+from hashcdc.config import EXTRACT_TYPES, load_table_configs
+from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 from hashcdc.lock import table_locks
 from hashcdc.project import (
@@ -32,9 +32,20 @@ from hashcdc.project import (
 
 def _date(text: str) -> str:
     try:
-        return dt.date.fromisoformat(text).isoformat()
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a date in YYYY-MM-DD form") from None
+        return parse_business_date(text)
+    except HashcdcError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_processing_options(parser: argparse.ArgumentParser) -> None:
+    """The options that `run` and `replay` share: which tables, where, and mass deletes."""
+    parser.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    parser.add_argument("--target", help="profile target (default: local)")
+    parser.add_argument(
+        "--allow-mass-delete",
+        action="store_true",
+        help="accept full extracts that delete more than the table's max_delete_fraction",
+    )
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -236,15 +247,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     datagen.generate_extracts(spark, options, project_dir)
     _ensure_generated(project_dir, [DEMO_TABLE])
     # The demo replays its dates from the start: forget earlier demo runs.
-    for view in (f"{DEMO_TABLE}_current", f"{DEMO_TABLE}_scd2"):
-        spark.sql(f"drop view if exists {view}")
-    for relation in (
-        f"{DEMO_TABLE}_state",
-        f"{DEMO_TABLE}_history",
-        f"{DEMO_TABLE}_rejects",
-        f"stg_{DEMO_TABLE}",
-    ):
-        spark.sql(f"drop table if exists {relation}")
+    demo_table = next(t for t in load_table_configs(project_dir / "tables") if t.name == DEMO_TABLE)
+    for relation, is_view in generate.relations(demo_table):
+        spark.sql(f"drop {'view' if is_view else 'table'} if exists {relation}")
     counts_sql = (
         "select '{relation}' as relation, operation, count(*) as row_count "
         "from {table} {where} group by operation order by operation"
@@ -304,17 +309,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="process one business date (dbt build)")
     run.add_argument("--date", required=True, type=_date, help="business date, YYYY-MM-DD")
-    run.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
-    run.add_argument("--target", help="profile target (default: local)")
+    _add_processing_options(run)
     run.add_argument(
         "--profile",
         action="store_true",
         help="report time per dbt node and per Spark stage (target/hashcdc_profile.md)",
-    )
-    run.add_argument(
-        "--allow-mass-delete",
-        action="store_true",
-        help="accept full extracts that delete more than the table's max_delete_fraction",
     )
 
     replay = sub.add_parser(
@@ -323,13 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--from", dest="from_date", required=True, type=_date, help="first date, YYYY-MM-DD"
     )
-    replay.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
-    replay.add_argument("--target", help="profile target (default: local)")
-    replay.add_argument(
-        "--allow-mass-delete",
-        action="store_true",
-        help="accept full extracts that delete more than the table's max_delete_fraction",
-    )
+    _add_processing_options(replay)
 
     query = sub.add_parser("query", help="run Spark SQL; CSV with a header on stdout")
     query.add_argument("sql")
@@ -358,7 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     gen_data.add_argument(
         "--extract-type",
-        choices=["full", "delta", "changes"],
+        choices=EXTRACT_TYPES,
         default="full",
         help="delta: later dates hold only the new and updated rows; changes: Debezium JSON "
         "change events",

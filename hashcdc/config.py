@@ -298,7 +298,6 @@ def _parse_column(index: int, raw: Any, problems: _Problems) -> ColumnConfig | N
         "name",
         "type",
         "target_type",
-        "source_type",
         "key",
         "ignore",
         "nullable",

@@ -32,6 +32,7 @@ import yaml
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
+from hashcdc.config import EXTRACT_TYPES
 from hashcdc.errors import HashcdcError
 
 
@@ -73,9 +74,10 @@ class DatagenOptions:
             raise HashcdcError(
                 "datagen: need initial records >= 1 and incremental records >= initial records"
             )
-        if self.extract_type not in ("full", "delta", "changes"):
+        if self.extract_type not in EXTRACT_TYPES:
             raise HashcdcError(
-                f"datagen: extract type must be full, delta or changes, got {self.extract_type!r}"
+                f"datagen: extract type must be one of {', '.join(EXTRACT_TYPES)}, got "
+                f"{self.extract_type!r}"
             )
         if (self.redeliver or self.out_of_order) and self.extract_type != "changes":
             raise HashcdcError("datagen: redeliver and out_of_order are for change feeds")

@@ -30,6 +30,15 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.casting import column_message, is_unavailable, stage_typed, typed_value
+from hashcdc.columns import (
+    BLOCK_START,
+    CORRUPT_RECORD,
+    RAW_LINE,
+    RAW_VALUES,
+    ROW_ERRORS,
+    ROW_ID,
+    SOURCE_FILE,
+)
 from hashcdc.config import (
     LOWEST_SEQUENCE_VALUES,
     OPERATION_SPELLINGS,
@@ -38,9 +47,9 @@ from hashcdc.config import (
     TableConfig,
 )
 from hashcdc.errors import InputDataError
-from hashcdc.hashing import canonical_value, digest, hash_units, with_hashes
+from hashcdc.extract import LINE_COLUMN, read_event_lines
+from hashcdc.hashing import canonical_value, digest, hash_units, typed_row_hash, with_hashes
 
-LINE_COLUMN = "_line"
 BEFORE_PREFIX = "__before_"
 OPERATION_RAW_COLUMN = "_op_raw"
 SEQUENCE_PREFIX = "_seq_"
@@ -59,16 +68,6 @@ _SCHEMA_FIELDS_TYPE = (
     "array<struct<field:string,name:string,parameters:map<string,string>,"
     "fields:array<struct<field:string,name:string,parameters:map<string,string>>>>>"
 )
-
-
-def read_event_lines(spark: SparkSession, files: list[str]) -> DataFrame:
-    """The event files as lines of text, with where each line sits (file, split, id)."""
-    return spark.read.text(files).select(
-        F.col("value").alias(LINE_COLUMN),
-        F.col("_metadata.file_path").alias("_source_file"),
-        F.col("_metadata.file_block_start").alias("_block_start"),
-        F.monotonically_increasing_id().alias("_row_id"),
-    )
 
 
 def _json_path(*parts: str) -> str:
@@ -151,12 +150,12 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
         *[value.alias(name) for name, value in logical.items()],
         operation.alias(OPERATION_RAW_COLUMN),
         *[value.alias(SEQUENCE_PREFIX + alias) for alias, value in sequence.items()],
-        F.when(parsed.isNull(), line).alias("_corrupt_record"),
+        F.when(parsed.isNull(), line).alias(CORRUPT_RECORD),
         tombstone.alias(TOMBSTONE_COLUMN),
         line,
-        "_source_file",
-        "_block_start",
-        "_row_id",
+        SOURCE_FILE,
+        BLOCK_START,
+        ROW_ID,
     )
 
 
@@ -168,12 +167,12 @@ def raw_table_events(frame: DataFrame, table: TableConfig) -> DataFrame:
         *[F.lit(None).cast("string").alias(BEFORE_PREFIX + c.name) for c in table.key_columns],
         F.col(table.changes.operation_column).alias(OPERATION_RAW_COLUMN),
         *[F.col(f.field).alias(SEQUENCE_PREFIX + f.alias) for f in table.changes.sequence_by],
-        "_corrupt_record",
+        CORRUPT_RECORD,
         F.lit(False).alias(TOMBSTONE_COLUMN),
-        F.col("_corrupt_record").alias(LINE_COLUMN),
-        "_source_file",
-        "_block_start",
-        "_row_id",
+        F.col(CORRUPT_RECORD).alias(LINE_COLUMN),
+        SOURCE_FILE,
+        BLOCK_START,
+        ROW_ID,
     )
 
 
@@ -183,10 +182,6 @@ def _normalized_operation(raw: Column) -> Column:
         *[item for pair in OPERATION_SPELLINGS.items() for item in map(F.lit, pair)]
     )
     return F.element_at(spellings, F.lower(F.trim(raw)))
-
-
-def _identity_hash(values: dict[str, Column], columns: tuple[ColumnConfig, ...]) -> Column:
-    return digest(hash_units((c.name, canonical_value(values[c.name], c.type)) for c in columns))
 
 
 def _sequence_problem(field: SequenceField) -> Column:
@@ -307,10 +302,6 @@ def _typed(raw: DataFrame, column: ColumnConfig, prefix: str = "") -> Column:
     )
 
 
-def _identity_hash(values: dict[str, Column], columns: tuple[ColumnConfig, ...]) -> Column:
-    return digest(hash_units((c.name, canonical_value(values[c.name], c.type)) for c in columns))
-
-
 def _event_id(table: TableConfig) -> Column:
     """A 128-bit identity of an event's content (not its position), over the cast frame.
 
@@ -382,7 +373,7 @@ def typed_events(
     staged, typed_refs = stage_typed(flagged, typed_values)
     typed = {c.name: typed_refs[c.name] for c in table.columns}
     typed_before = {c.name: typed_refs[BEFORE_PREFIX + c.name] for c in table.key_columns}
-    malformed = F.col("_corrupt_record").isNotNull()
+    malformed = F.col(CORRUPT_RECORD).isNotNull()
     tombstone = F.col(TOMBSTONE_COLUMN)
     problems = F.array_compact(
         F.array(
@@ -410,15 +401,15 @@ def typed_events(
         F.when(~tombstone, operation).alias("event_op"),
         sequence.alias("event_sequence"),
         F.when(
-            (operation == "u") & before_present, _identity_hash(typed_before, table.key_columns)
+            (operation == "u") & before_present, typed_row_hash(typed_before, table.key_columns)
         ).alias("before_keyhash"),
         F.when(F.size(unavailable_names) > 0, unavailable_names).alias(UNAVAILABLE_COLUMN),
-        errors.alias("_row_errors"),
-        F.when(errors.isNotNull(), values_map).alias("_raw_values"),
-        F.when(errors.isNotNull(), F.col(LINE_COLUMN)).alias("_raw_line"),
-        "_source_file",
-        "_block_start",
-        "_row_id",
+        errors.alias(ROW_ERRORS),
+        F.when(errors.isNotNull(), values_map).alias(RAW_VALUES),
+        F.when(errors.isNotNull(), F.col(LINE_COLUMN)).alias(RAW_LINE),
+        SOURCE_FILE,
+        BLOCK_START,
+        ROW_ID,
     )
     keyed = with_hashes(cast, {"keyhash": list(table.key_columns)})
     marked = prior.mark_new_events(keyed.withColumn("event_id", _event_id(table)))
@@ -442,12 +433,12 @@ def typed_events(
         "event_sequence",
         "event_id",
         "is_new_event",
-        "_row_errors",
-        "_raw_values",
-        "_raw_line",
-        "_source_file",
-        "_block_start",
-        "_row_id",
+        ROW_ERRORS,
+        RAW_VALUES,
+        RAW_LINE,
+        SOURCE_FILE,
+        BLOCK_START,
+        ROW_ID,
     )
 
 
@@ -528,7 +519,7 @@ class PriorSnapshot:
         """
         if events.where(F.col(UNAVAILABLE_COLUMN).isNotNull()).isEmpty():
             return events
-        carried = F.col("is_new_event") & F.col("_row_errors").isNull()
+        carried = F.col("is_new_event") & F.col(ROW_ERRORS).isNull()
         carried = carried & F.col("event_op").isin(*IMAGE_OPERATIONS)
         earlier = (
             Window.partitionBy("keyhash")
@@ -569,7 +560,7 @@ def fail_on_conflicting_events(table: TableConfig, date: str, loaded: DataFrame)
         .groupBy("keyhash", "event_sequence", read_phase(F.col("event_op")))
         .agg(
             F.count_distinct(F.col("event_id")).alias("versions"),
-            F.array_sort(F.collect_set("_source_file")).alias("files"),
+            F.array_sort(F.collect_set(SOURCE_FILE)).alias("files"),
             F.first(F.struct(*[c.name for c in table.key_columns])).alias("key"),
         )
         .where(F.col("versions") > 1)

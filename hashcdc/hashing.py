@@ -123,6 +123,11 @@ def digest(units: list[Column]) -> Column:
     return F.unhex(F.concat(*[_lane_hex(lane, units) for lane in HASH_LANES]))
 
 
+def typed_row_hash(values: dict[str, Column], columns: Iterable[ColumnConfig]) -> Column:
+    """The 128-bit hash of typed values (name -> Column) of ``columns``, canonicalized here."""
+    return digest(hash_units((c.name, canonical_value(values[c.name], c.type)) for c in columns))
+
+
 def with_hashes(frame: DataFrame, hashes: dict[str, list[ColumnConfig]]) -> DataFrame:
     """Add one 128-bit hash column per entry of ``hashes`` (name -> the columns it covers).
 

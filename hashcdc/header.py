@@ -15,24 +15,9 @@ from pyspark.sql import SparkSession
 
 from hashcdc.config import TableConfig
 from hashcdc.errors import InputDataError
+from hashcdc.hadoop import HadoopFiles
 
 MAX_REPORTED_FILES = 10
-
-
-def _first_line(spark: SparkSession, file: str, encoding: str) -> str:
-    """The first line of a (possibly compressed) text file, read by the driver."""
-    jvm = spark.sparkContext._jvm  # noqa: SLF001 - the Hadoop FS API is only on the JVM
-    hadoop_conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
-    path = jvm.org.apache.hadoop.fs.Path(file)
-    stream = path.getFileSystem(hadoop_conf).open(path)
-    codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(hadoop_conf).getCodec(path)
-    if codec is not None:
-        stream = codec.createInputStream(stream)
-    reader = jvm.java.io.BufferedReader(jvm.java.io.InputStreamReader(stream, encoding))
-    try:
-        return reader.readLine() or ""
-    finally:
-        reader.close()
 
 
 def _header_fields(line: str, options: dict[str, Any]) -> list[str]:
@@ -79,8 +64,9 @@ def check_header(spark: SparkSession, table: TableConfig, files: list[str]) -> N
         if differences:
             reports.append(f"  - {files[0]}: {'; '.join(differences)}")
     elif table.source.csv["header"]:
+        files_api = HadoopFiles.of(spark)
         for file in files:
-            line = _first_line(spark, file, table.source.csv["encoding"])
+            line = files_api.first_line(file, table.source.csv["encoding"])
             if not line.strip():
                 continue  # an empty file: no header, no rows
             differences = header_differences(expected, _header_fields(line, table.source.csv))

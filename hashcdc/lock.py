@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc.errors import HashcdcError
+from hashcdc.hadoop import HadoopFiles
 
 LOCK_FOLDER = "_hashcdc_locks"
 
@@ -61,15 +62,12 @@ class _LockFiles:
     """Hadoop file system access to the lock folder of the session's warehouse."""
 
     def __init__(self, spark: Any) -> None:
-        jvm = spark.sparkContext._jvm  # noqa: SLF001 - the Hadoop FS API is only on the JVM
-        conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
-        warehouse = spark.conf.get("spark.sql.warehouse.dir")
-        self._jvm = jvm
-        self.folder = jvm.org.apache.hadoop.fs.Path(warehouse, LOCK_FOLDER)
-        self.fs = self.folder.getFileSystem(conf)
+        self.hadoop = HadoopFiles.of(spark)
+        self.folder = self.hadoop.path(spark.conf.get("spark.sql.warehouse.dir"), LOCK_FOLDER)
+        self.fs = self.hadoop.filesystem(self.folder)
 
     def path(self, table: str) -> Any:
-        return self._jvm.org.apache.hadoop.fs.Path(self.folder, f"{table}.lock")
+        return self.hadoop.path(self.folder.toString(), f"{table}.lock")
 
     def create(self, table: str, content: str) -> bool:
         """Create the lock file; False when it exists already."""
@@ -86,12 +84,7 @@ class _LockFiles:
         return True
 
     def read(self, table: str) -> dict[str, Any]:
-        stream = self.fs.open(self.path(table))
-        reader = self._jvm.java.io.BufferedReader(self._jvm.java.io.InputStreamReader(stream))
-        try:
-            text = reader.readLine() or "{}"
-        finally:
-            reader.close()
+        text = self.hadoop.first_line(self.path(table).toString()) or "{}"
         try:
             return json.loads(text)
         except ValueError:

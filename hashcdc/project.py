@@ -123,15 +123,24 @@ def profile_output(project_dir: Path, target: str | None = None) -> dict[str, An
     return _render_env(profile["outputs"][chosen])
 
 
-def spark_session(project_dir: Path, target: str | None = None) -> Any:
-    """A SparkSession configured like the profile's target (same warehouse and metastore)."""
+def session_with(settings: dict[str, Any] | None) -> Any:
+    """The process's SparkSession with Hive support and ``settings``.
+
+    ``settings`` are a profile's ``server_side_parameters``; the session is created on
+    first use and shared after that (dbt's connections and the Python models alike).
+    """
     from pyspark.sql import SparkSession
 
-    output = profile_output(project_dir, target)
     builder = SparkSession.builder.enableHiveSupport()
-    for key, value in (output.get("server_side_parameters") or {}).items():
+    for key, value in (settings or {}).items():
         builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
+    return builder.getOrCreate()
+
+
+def spark_session(project_dir: Path, target: str | None = None) -> Any:
+    """A SparkSession configured like the profile's target (same warehouse and metastore)."""
+    output = profile_output(project_dir, target)
+    spark = session_with(output.get("server_side_parameters"))
     spark.sparkContext.setLogLevel("ERROR")
     schema = output["schema"]
     spark.sql(f"create database if not exists `{schema}`")

@@ -25,12 +25,9 @@ class SessionPythonJobHelper(PythonJobHelper):
         self.credentials = credentials
 
     def _spark_session(self) -> Any:
-        from pyspark.sql import SparkSession
+        from hashcdc.project import session_with
 
-        builder = SparkSession.builder.enableHiveSupport()
-        for key, value in (self.credentials.server_side_parameters or {}).items():
-            builder = builder.config(key, value)
-        return builder.getOrCreate()
+        return session_with(self.credentials.server_side_parameters)
 
     def submit(self, compiled_code: str) -> None:
         """Execute the compiled model; input errors surface as one clear dbt error."""

@@ -13,8 +13,10 @@
 -#}
 {%- set requested = var('business_date', none) -%}
 {%- if requested is none or requested | string in ('', 'None') -%}
-    {%- set business_date = hashcdc._single_value(
-        "select cast(max(business_date) as string) from " ~ model) or '1900-01-01' -%}
+    {%- set probe -%}
+        select cast(max(business_date) as string) from {{ model }}
+    {%- endset -%}
+    {%- set business_date = hashcdc._single_value(probe) or '1900-01-01' -%}
 {%- else -%}
     {%- set business_date = hashcdc.business_date() -%}
 {%- endif -%}

@@ -3,6 +3,7 @@
         incoming, table_name, extract_type, columns, max_delete_fraction)) }}
 {% endmacro %}
 
+
 {% macro default__cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction) %}
 {%- if extract_type not in ('full', 'delta') -%}
     {{ exceptions.raise_compiler_error(
@@ -10,15 +11,10 @@
         ~ extract_type ~ "'") }}
 {%- endif -%}
 {%- set business_date = hashcdc.business_date() -%}
-{%- set previous_date = none -%}
-{%- if is_incremental() -%}
-    {%- do hashcdc.assert_business_date_in_order(this, business_date, table_name) -%}
-    {%- do hashcdc.assert_hash_version(this, table_name) -%}
-    {%- set previous_date = hashcdc.previous_state_date(this, business_date) -%}
-    {%- if previous_date is not none and extract_type == 'full' -%}
-        {%- do hashcdc.assert_no_mass_delete(
-            this, incoming, table_name, business_date, previous_date, max_delete_fraction) -%}
-    {%- endif -%}
+{%- set previous_date = hashcdc.checked_previous_state_date(business_date, table_name) -%}
+{%- if previous_date is not none and extract_type == 'full' -%}
+    {%- do hashcdc.assert_no_mass_delete(
+        this, incoming, table_name, business_date, previous_date, max_delete_fraction) -%}
 {%- endif -%}
 {%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}
 with
@@ -42,24 +38,9 @@ rejected_keys as (
 {%- endif %}
 
 previous_state as (
-    {%- if previous_date is none %}
-    {#- No earlier snapshot: an empty state with the incoming columns and types. #}
-    select
-        {{ hashcdc._column_list(columns) }},
-        keyhash,
-        nonkeyhash,
-        cast(null as date) as eff_start_date
-    from incoming
-    where false
-    {%- else %}
-    select
-        {{ hashcdc._column_list(columns) }},
-        keyhash,
-        nonkeyhash,
-        eff_start_date
-    from {{ this }}
-    where business_date = date'{{ previous_date }}' and operation != 'D'
-    {%- endif %}
+    {{- hashcdc._previous_snapshot(
+        this, previous_date, 'incoming', columns + ['keyhash', 'nonkeyhash'],
+        typed_extras={'eff_start_date': 'date'}) }}
 ),
 
 compared as (
@@ -133,22 +114,4 @@ final as (
 )
 
 select * from final
-{% endmacro %}
-
-
-{% macro _column_list(columns, relation_alias=none, indent=8) %}
-    {#- Quoted column names, optionally qualified with an alias, one per line. -#}
-    {%- if columns is string or columns | length == 0 -%}
-        {{ exceptions.raise_compiler_error(
-            "hashcdc: expected a non-empty list of column names, got " ~ columns) }}
-    {%- endif -%}
-    {%- set quoted = [] -%}
-    {%- for column in columns -%}
-        {%- if relation_alias -%}
-            {%- do quoted.append(relation_alias ~ '.' ~ adapter.quote(column)) -%}
-        {%- else -%}
-            {%- do quoted.append(adapter.quote(column)) -%}
-        {%- endif -%}
-    {%- endfor -%}
-    {{ return(quoted | join(',\n' ~ ' ' * indent)) }}
 {% endmacro %}

@@ -3,6 +3,7 @@
         incoming, table_name, columns, keyless)) }}
 {% endmacro %}
 
+
 {% macro default__cdc_feed_state(incoming, table_name, columns, keyless) %}
 {#- The state after a date's change events: the events not applied before (the stage's
     is_new_event), in sequence order, net per key, applied to the previous snapshot. One
@@ -10,38 +11,17 @@
     far), and one 'A' row per event applied at the watermark's position its event_id (as
     nonkeyhash), so that the rest of a snapshot landed later is still applied. -#}
 {%- set business_date = hashcdc.business_date() -%}
-{%- set previous_date = none -%}
-{%- if is_incremental() -%}
-    {%- do hashcdc.assert_business_date_in_order(this, business_date, table_name) -%}
-    {%- do hashcdc.assert_hash_version(this, table_name) -%}
-    {%- set previous_date = hashcdc.previous_state_date(this, business_date) -%}
-{%- endif -%}
+{%- set previous_date = hashcdc.checked_previous_state_date(business_date, table_name) -%}
 {%- set state_columns = columns + (['copies'] if keyless else []) -%}
 with
 
 {{ hashcdc.feed_applied_events(incoming, this if previous_date else none, previous_date, columns) }},
 
 previous_state as (
-    {%- if previous_date is none %}
-    select
-        {{ hashcdc._column_list(columns) }},
-        {{- "\n        cast(1 as bigint) as copies," if keyless }}
-        keyhash,
-        nonkeyhash,
-        event_sequence,
-        cast(null as date) as eff_start_date
-    from applied_events
-    where false
-    {%- else %}
-    select
-        {{ hashcdc._column_list(state_columns) }},
-        keyhash,
-        nonkeyhash,
-        event_sequence,
-        eff_start_date
-    from {{ this }}
-    where business_date = date'{{ previous_date }}' and operation in ('I', 'U', 'N', 'X')
-    {%- endif %}
+    {{- hashcdc._previous_snapshot(
+        this if previous_date else none, previous_date, 'applied_events',
+        columns + ['keyhash', 'nonkeyhash', 'event_sequence'],
+        typed_extras=dict(({'copies': 'bigint'} if keyless else {}), eff_start_date='date')) }}
 ),
 
 last_truncate as (
@@ -209,7 +189,7 @@ new_state as (
 watermark as (
     select
         greatest(
-            (select max(watermark) from previous_watermark),
+            (select max(event_sequence) from previous_watermark),
             (select max(event_sequence) from applied_events)
         ) as event_sequence
 ),
@@ -226,7 +206,7 @@ applied_at_watermark as (
     union
     select
         previous_applied.keyhash,
-        previous_applied.event_id
+        previous_applied.nonkeyhash as event_id
     from previous_applied
     inner join watermark
         on previous_applied.event_sequence = watermark.event_sequence
@@ -283,6 +263,7 @@ select * from final
         incoming, state, previous_date, columns)) }}
 {% endmacro %}
 
+
 {% macro default__feed_applied_events(incoming, state, previous_date, columns) %}
 {#- CTEs previous_watermark, previous_applied, delivered_events and applied_events: the
     date's loaded events that no earlier date applied (is_new_event, decided by the stage
@@ -290,30 +271,15 @@ select * from final
     event re-sent, is applied once). -#}
 {%- set business_date = hashcdc.business_date() -%}
 previous_watermark as (
-    select event_sequence as watermark
-    {%- if previous_date is none %}
-    from {{ incoming }}
-    where false
-    {%- else %}
-    from {{ state }}
-    where business_date = date'{{ previous_date }}' and operation = 'W'
-    {%- endif %}
+    {{- hashcdc._previous_snapshot(
+        state, previous_date, incoming, ['event_sequence'], operations=['W']) }}
 ),
 
 previous_applied as (
-    select
-        keyhash,
-        {%- if previous_date is none %}
-        event_id,
-        event_sequence
-    from {{ incoming }}
-    where false
-    {%- else %}
-        nonkeyhash as event_id,
-        event_sequence
-    from {{ state }}
-    where business_date = date'{{ previous_date }}' and operation = 'A'
-    {%- endif %}
+    {#- The events applied at the previous watermark's position (their event_id). -#}
+    {{- hashcdc._previous_snapshot(
+        state, previous_date, incoming, ['keyhash', 'nonkeyhash', 'event_sequence'],
+        operations=['A']) }}
 ),
 
 delivered_events as (
@@ -341,6 +307,7 @@ applied_events as (
 {% macro feed_events_history(incoming, state, columns) %}
     {{ return(adapter.dispatch('feed_events_history', 'hashcdc')(incoming, state, columns)) }}
 {% endmacro %}
+
 
 {% macro default__feed_events_history(incoming, state, columns) %}
 {#- Audit history: every event applied on the business date, with its sequence. -#}

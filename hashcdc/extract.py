@@ -1,0 +1,112 @@
+"""Reading a table's extract for a business date: where it lands, its files, its rows as text.
+
+Every value is read as text (casting is :mod:`hashcdc.casting`'s work); each row keeps
+where it came from (file, split, an id growing within the split), from which line numbers
+are derived for rejected rows only. Files are listed through Hadoop's FileSystem API
+(:mod:`hashcdc.hadoop`), so extracts may land on any Hadoop URI.
+"""
+
+from __future__ import annotations
+
+import os
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+from pyspark.sql.types import StringType, StructField, StructType
+
+from hashcdc.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
+from hashcdc.config import EVENT_FORMATS, TableConfig
+from hashcdc.errors import InputDataError
+from hashcdc.hadoop import HadoopFiles
+
+# The column that holds each line of a JSON event feed.
+LINE_COLUMN = "_line"
+# Spark's CSV reader reports an unquoted empty field as its nullValue and a quoted empty
+# field ("") as "". With this marker (never in real data) as nullValue, `a,,b` reads as
+# null and `a,"",b` as the empty string, as in PostgreSQL's CSV format.
+UNQUOTED_EMPTY_MARKER = "\u0001"
+
+
+def resolve_source_path(table: TableConfig, business_date: str) -> str:
+    """The extract's path for a date; relative paths are taken from the project folder."""
+    path = table.source.path_for(business_date)
+    if "://" in path or os.path.isabs(path):
+        return path
+    project_dir = os.environ.get("DBT_PROJECT_DIR") or os.getcwd()
+    return os.path.normpath(os.path.join(project_dir, path))
+
+
+def extract_files(spark: SparkSession, table: TableConfig, business_date: str) -> list[str]:
+    """The data files of a table's extract for a date.
+
+    Raises
+    ------
+    InputDataError
+        When there are none: naming the expected path and the config field that sets it.
+
+    """
+    path = resolve_source_path(table, business_date)
+    files = HadoopFiles.of(spark).data_files(path)
+    if not files:
+        raise InputDataError(
+            f"table '{table.name}': no extract for business date {business_date}: expected "
+            f"{table.source.format} data at {path} (source.path in {table.config_file}). "
+            "Nothing was written; deliver the extract and re-run the date."
+        )
+    return files
+
+
+def read_event_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+    """JSON event files as lines of text, with where each line sits (file, split, id)."""
+    return spark.read.text(files).select(
+        F.col("value").alias(LINE_COLUMN),
+        F.col("_metadata.file_path").alias(SOURCE_FILE),
+        F.col("_metadata.file_block_start").alias(BLOCK_START),
+        F.monotonically_increasing_id().alias(ROW_ID),
+    )
+
+
+def read_rows(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+    """A csv or parquet extract with every source column as text, named as in the lake.
+
+    Also ``_corrupt_record`` (the raw line of a malformed CSV row) and where each row sits.
+    """
+    assert table.source.format not in EVENT_FORMATS, "JSON feeds are read as lines"
+    fields = table.source_fields
+    if table.source.format == "parquet":
+        frame = spark.read.parquet(*files)
+        selected = [F.col(source).cast("string").alias(name) for source, name in fields]
+        return frame.select(
+            *selected,
+            F.lit(None).cast("string").alias(CORRUPT_RECORD),
+            F.col("_metadata.file_path").alias(SOURCE_FILE),
+            F.lit(0).cast("bigint").alias(BLOCK_START),
+            F.col("_metadata.row_index").alias(ROW_ID),
+        )
+    options = table.source.csv
+    # Columns are taken by position (the header was checked), named as in the lake.
+    schema = StructType(
+        [StructField(name, StringType(), True) for _, name in fields]
+        + [StructField(CORRUPT_RECORD, StringType(), True)]
+    )
+    frame = (
+        spark.read.schema(schema)
+        .option("header", options["header"])
+        .option("sep", options["delimiter"])
+        .option("quote", options["quote"])
+        .option("escape", options["escape"])
+        .option("encoding", options["encoding"])
+        .option("nullValue", options["null_value"] or UNQUOTED_EMPTY_MARKER)
+        .option("multiLine", options.get("multiline", False))
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
+        .csv(files)
+    )
+    # Where each row sits, cheaply: the split it was read from and an id that grows
+    # within the split. Line numbers are derived from them only for rejected rows.
+    return frame.select(
+        "*",
+        F.col("_metadata.file_path").alias(SOURCE_FILE),
+        F.col("_metadata.file_block_start").alias(BLOCK_START),
+        F.monotonically_increasing_id().alias(ROW_ID),
+    )

@@ -1,0 +1,68 @@
+"""Files through Hadoop's FileSystem API, so that any Hadoop URI works (file:, hdfs:, s3a:).
+
+The API lives on the JVM of the SparkSession; this module is the one place that reaches
+it (through py4j), for listing extracts, reading a header line and the lock files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class HadoopFiles:
+    """The Hadoop file system API of one SparkSession."""
+
+    jvm: Any
+    conf: Any
+
+    @classmethod
+    def of(cls, spark: SparkSession) -> HadoopFiles:
+        """The API of ``spark``'s JVM and Hadoop configuration."""
+        context = spark.sparkContext
+        return cls(context._jvm, context._jsc.hadoopConfiguration())  # noqa: SLF001
+
+    def path(self, location: str, child: str | None = None) -> Any:
+        """A Hadoop ``Path`` (``child`` inside ``location`` when given)."""
+        paths = self.jvm.org.apache.hadoop.fs
+        return paths.Path(location) if child is None else paths.Path(location, child)
+
+    def filesystem(self, path: Any) -> Any:
+        """The file system that holds ``path``."""
+        return path.getFileSystem(self.conf)
+
+    def data_files(self, location: str) -> list[str]:
+        """Data files under a location (file, folder or glob), sorted.
+
+        Names starting with ``.`` or ``_`` (checksums, ``_SUCCESS``) are not data.
+        """
+        pattern = self.path(location)
+        fs = self.filesystem(pattern)
+        files: list[str] = []
+        for status in fs.globStatus(pattern) or []:
+            if status.isDirectory():
+                for child in fs.listStatus(status.getPath()):
+                    name = child.getPath().getName()
+                    if child.isFile() and not name.startswith((".", "_")):
+                        files.append(child.getPath().toString())
+            else:
+                files.append(status.getPath().toString())
+        return sorted(files)
+
+    def first_line(self, file: str, encoding: str = "UTF-8") -> str:
+        """The first line of a (possibly compressed) text file, read by the driver."""
+        path = self.path(file)
+        stream = self.filesystem(path).open(path)
+        codec = self.jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(self.conf)
+        decoder = codec.getCodec(path)
+        if decoder is not None:
+            stream = decoder.createInputStream(stream)
+        text = self.jvm.java.io.InputStreamReader(stream, encoding)
+        reader = self.jvm.java.io.BufferedReader(text)
+        try:
+            return reader.readLine() or ""
+        finally:
+            reader.close()

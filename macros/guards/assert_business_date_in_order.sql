@@ -1,0 +1,22 @@
+{% macro assert_business_date_in_order(state, business_date, table_name) %}
+    {{ return(adapter.dispatch('assert_business_date_in_order', 'hashcdc')(state, business_date, table_name)) }}
+{% endmacro %}
+
+
+{% macro default__assert_business_date_in_order(state, business_date, table_name) %}
+    {%- if not hashcdc._is_writing_command() or hashcdc.is_replay() -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set probe -%}
+        select cast(max(business_date) as string) from {{ state }}
+    {%- endset -%}
+    {%- set latest = hashcdc._single_value(probe) -%}
+    {%- if latest is not none and latest > business_date -%}
+        {{ exceptions.raise_compiler_error(
+            "table '" ~ table_name ~ "': business date " ~ business_date
+            ~ " is older than the latest processed date " ~ latest
+            ~ "; processing it now would rewrite history out of order. Nothing was written. "
+            ~ "Run the dates after " ~ latest ~ " instead, or recompute from this date on "
+            ~ "with `hashcdc replay --from " ~ business_date ~ "`.") }}
+    {%- endif -%}
+{% endmacro %}

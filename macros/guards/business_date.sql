@@ -1,0 +1,30 @@
+{% macro business_date() %}
+    {{ return(adapter.dispatch('business_date', 'hashcdc')()) }}
+{% endmacro %}
+
+
+{% macro default__business_date() %}
+    {%- set value = var('business_date', none) -%}
+    {%- if value is none or value | string in ('', 'None') -%}
+        {#- compile, docs generate, ls…: render with a placeholder date instead of failing. -#}
+        {%- if execute and hashcdc._is_writing_command() -%}
+            {{ exceptions.raise_compiler_error(
+                "business_date is not set: run `hashcdc run --date YYYY-MM-DD` or "
+                ~ "`dbt build --vars '{business_date: YYYY-MM-DD}'`") }}
+        {%- endif -%}
+        {{ return('1900-01-01') }}
+    {%- endif -%}
+    {%- set text = value | string -%}
+    {%- if not modules.re.match('^\\d{4}-\\d{2}-\\d{2}$', text) -%}
+        {{ exceptions.raise_compiler_error(
+            "business_date '" ~ text ~ "' is not a date in YYYY-MM-DD form") }}
+    {%- endif -%}
+    {{ return(text) }}
+{% endmacro %}
+
+
+{% macro is_replay() %}
+    {#- Whether `hashcdc replay` runs this date (var hashcdc_replay): dates may then be older
+        than the latest processed one, and state snapshots are not pruned until its last date. -#}
+    {{ return(var('hashcdc_replay', false) | string | lower == 'true') }}
+{% endmacro %}
