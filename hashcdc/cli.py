@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import sys
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc import generate
-from hashcdc.config import EXTRACT_TYPES, load_table_configs
+from hashcdc.config import EXTRACT_TYPES, SCHEMA, load_table_configs
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 from hashcdc.lock import table_locks
@@ -46,6 +47,13 @@ def _add_processing_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="accept full extracts that delete more than the table's max_delete_fraction",
     )
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    """Print the JSON Schema of tables/<name>.yml (for editors and other tools)."""
+    del args
+    print(json.dumps(SCHEMA, indent=2, ensure_ascii=False))
+    return 0
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -303,6 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("validate", help="check every tables/*.yml; list every problem")
+    sub.add_parser("schema", help="print the JSON Schema of tables/<name>.yml (for editors)")
 
     gen = sub.add_parser("generate", help="write the model files of every table config")
     gen.add_argument("--check", action="store_true", help="only compare; exit 1 on drift")
@@ -392,6 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {
         "validate": _cmd_validate,
+        "schema": _cmd_schema,
         "generate": _cmd_generate,
         "run": _cmd_run,
         "replay": _cmd_replay,
@@ -405,6 +415,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HashcdcError as exc:
         print(f"hashcdc: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # Whoever read our output stopped early (`| head`): not a failure of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

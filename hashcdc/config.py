@@ -5,24 +5,44 @@ it has (types, keys, columns ignored by change detection) and whether each extra
 ``full`` snapshot, a ``delta`` or a feed of ``changes`` (change events from a database log,
 ordered by ``changes.sequence_by``). Validation collects *every* problem, each naming the file
 and the field, so a user fixes a config in one pass.
+
+The schema is declared once, as a JSON Schema (``tables.schema.json`` beside this module):
+fields, types, enumerations, defaults, descriptions and each field's message
+(``x-message``; ``x-unknown`` for an object's unknown fields). ``jsonschema`` checks a
+config against it; the rules that involve several fields (``_table_rules``) sit beside it
+here; the validated config becomes a frozen :class:`TableConfig`.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
 from hashcdc.errors import ConfigError
 
-EXTRACT_TYPES = ("full", "delta", "changes")
-SOURCE_FORMATS = ("csv", "parquet", "debezium", "debezium_flat")
+# The schema of tables/<name>.yml, declared once: its fields, types, enumerations, defaults,
+# descriptions and each field's message. `hashcdc schema` prints it for editors; the rules
+# that involve several fields are the functions below (`_table_rules`).
+SCHEMA_FILE = Path(__file__).with_name("tables.schema.json")
+SCHEMA: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+_SCHEMA_DEFS = {f"#/$defs/{name}": node for name, node in SCHEMA["$defs"].items()}
+_TABLE = SCHEMA["properties"]
+_SOURCE = SCHEMA["$defs"]["source"]["properties"]
+_CHANGES = SCHEMA["$defs"]["changes"]["properties"]
+
+EXTRACT_TYPES = tuple(_TABLE["extract_type"]["enum"])
+SOURCE_FORMATS = tuple(_SOURCE["format"]["enum"])
 # Formats that only carry change events (JSON lines, one event per line).
 EVENT_FORMATS = ("debezium", "debezium_flat")
-HISTORY_MODES = ("net", "audit")
+HISTORY_MODES = tuple(_CHANGES["history"]["enum"])
 # Spellings accepted for the operation of an event in csv/parquet feeds -> Debezium's letter.
 OPERATION_SPELLINGS = {
     "c": "c",
@@ -57,9 +77,11 @@ LOWEST_SEQUENCE_VALUES: dict[str, Any] = {
     "bigint": -(2**63),
 }
 # What Debezium sends for a value it cannot read (unchanged TOASTed PostgreSQL columns).
-DEBEZIUM_UNAVAILABLE_VALUE = "__debezium_unavailable_value"
+DEBEZIUM_UNAVAILABLE_VALUE: str = _CHANGES["unavailable_value"]["default"]
 # Column encodings for values that arrive in a connector's binary form (no schema wrapper).
-COLUMN_ENCODINGS = ("debezium_decimal", "debezium_variable_decimal")
+COLUMN_ENCODINGS = tuple(
+    e for e in SCHEMA["$defs"]["column"]["properties"]["encoding"]["enum"] if e is not None
+)
 SIMPLE_TYPES = (
     "string",
     "tinyint",
@@ -97,13 +119,7 @@ RESERVED_COLUMNS = (
     "copies",
 )
 CSV_OPTION_DEFAULTS: dict[str, Any] = {
-    "delimiter": ",",
-    "header": True,
-    "quote": '"',
-    "escape": '"',
-    "encoding": "UTF-8",
-    "null_value": "",
-    "multiline": False,
+    option: node["default"] for option, node in SCHEMA["$defs"]["csv"]["properties"].items()
 }
 
 
@@ -133,7 +149,7 @@ class SourceConfig:
     """Where a table's extract for a business date lands and how to parse it."""
 
     path: str
-    format: str = "csv"
+    format: str = _SOURCE["format"]["default"]
     csv: dict[str, Any] = field(default_factory=lambda: dict(CSV_OPTION_DEFAULTS))
 
     def path_for(self, business_date: str) -> str:
@@ -163,7 +179,7 @@ class ChangesConfig:
 
     sequence_by: tuple[SequenceField, ...]
     operation_column: str | None = None
-    history: str = "net"
+    history: str = _CHANGES["history"]["default"]
     unavailable_value: str | None = DEBEZIUM_UNAVAILABLE_VALUE
 
 
@@ -177,11 +193,11 @@ class TableConfig:
     columns: tuple[ColumnConfig, ...]
     description: str = ""
     expected_counts_seed: str | None = None
-    max_delete_fraction: float = 0.5
-    max_reject_fraction: float = 0.01
+    max_delete_fraction: float = _TABLE["max_delete_fraction"]["default"]
+    max_reject_fraction: float = _TABLE["max_reject_fraction"]["default"]
     max_rejects: int | None = None
     duplicates_keep_last_by: str | None = None
-    changelog: bool = False
+    changelog: bool = _TABLE["changelog"]["default"]
     changes: ChangesConfig | None = None
     config_file: str = ""
 
@@ -282,44 +298,89 @@ class _Problems:
         self.items.append(f"{self.file}: {where}: {message}")
 
 
-def _as_bool(value: Any, where: str, problems: _Problems) -> bool:
-    if isinstance(value, bool):
-        return value
-    problems.add(where, f"must be true or false, got {value!r}")
-    return False
+def _where(raw: dict[str, Any], path: Sequence[Any]) -> str:
+    """A field's place as messages name it: ``columns[0] (id).type``, ``source.csv.quote``."""
+    text = ""
+    node: Any = raw
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+            item = node[part] if isinstance(node, list) and part < len(node) else None
+            name = item.get("name") if isinstance(item, dict) else None
+            if path[0] == "columns" and isinstance(name, str) and NAME_PATTERN.match(name):
+                text += f" ({name})"
+            node = item
+        else:
+            text += f".{part}" if text else str(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return text
 
 
-def _parse_column(index: int, raw: Any, problems: _Problems) -> ColumnConfig | None:
-    where = f"columns[{index}]"
-    if not isinstance(raw, dict):
-        problems.add(where, "must be a mapping with at least 'name' and 'type'")
-        return None
-    known = {
-        "name",
-        "type",
-        "target_type",
-        "key",
-        "ignore",
-        "nullable",
-        "description",
-        "format",
-        "source_name",
-        "encoding",
-        "source_scale",
-    }
-    for unknown in sorted(set(raw) - known):
-        problems.add(f"{where}.{unknown}", f"unknown field (allowed: {', '.join(sorted(known))})")
-    name = raw.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        problems.add(
-            f"{where}.name",
-            f"must be a lower-case identifier (letters, digits, _), got {name!r}",
-        )
-        return None
-    where = f"columns[{index}] ({name})"
+def _schema_message(error: jsonschema.ValidationError) -> str:
+    """The message of a schema node that a value fails: its ``x-message``, with the value."""
+    message = error.schema.get("x-message") if isinstance(error.schema, dict) else None
+    if message is None:
+        return error.message
+    return message.replace("{value!r}", repr(error.instance))
+
+
+def _schema_problems(raw: dict[str, Any], problems: _Problems) -> None:
+    """Every way ``raw`` fails the schema, with the field and the schema's own message."""
+    for error in _VALIDATOR.iter_errors(raw):
+        _report(raw, error, problems)
+
+
+def _report(raw: dict[str, Any], error: jsonschema.ValidationError, problems: _Problems) -> None:
+    path = list(error.absolute_path)
+    if error.validator == "oneOf" and error.context:
+        # The failures of the alternative of the value's own kind (a mapping or a string)
+        # say which field is wrong; without one, the node's own message does.
+        chosen = _alternative_of(error)
+        own_kind = [sub for sub in error.context if sub.relative_schema_path[0] == chosen]
+        if own_kind:
+            for failure in own_kind:
+                _report(raw, failure, problems)
+            return
+    if error.validator == "additionalProperties":
+        allowed = list(error.schema.get("properties", {}))
+        what = error.schema.get("x-unknown", "unknown field")
+        for extra in error.instance:
+            if extra not in allowed:
+                problems.add(_where(raw, [*path, extra]), f"{what} (allowed: {', '.join(allowed)})")
+        return
+    if error.validator == "required":
+        for missing in error.validator_value:
+            if missing not in error.instance:
+                node = error.schema["properties"].get(missing, {})
+                node = _SCHEMA_DEFS.get(node.get("$ref", ""), node)
+                message = node.get("x-message", f"{missing} is required")
+                problems.add(_where(raw, [*path, missing]), message.replace("{value!r}", "None"))
+        return
+    problems.add(_where(raw, path) or "(document)", _schema_message(error))
+
+
+def _alternative_of(error: jsonschema.ValidationError) -> int:
+    """Which alternative of a ``oneOf`` matches the kind of value given (mapping or text)."""
+    kinds = {dict: "object", str: "string"}
+    wanted = kinds.get(type(error.instance))
+    for index, alternative in enumerate(error.validator_value):
+        resolved = _SCHEMA_DEFS.get(alternative.get("$ref", ""), alternative)
+        if wanted is not None and resolved.get("type") == wanted:
+            return index
+    return -1
+
+
+def _column_rules(index: int, column: Any, is_feed: bool, problems: _Problems) -> None:
+    """The rules of one column that involve more than one field, or its type's syntax."""
+    if not isinstance(column, dict):
+        return
+    name = column.get("name")
+    where = f"columns[{index}]" + (
+        f" ({name})" if isinstance(name, str) and NAME_PATTERN.match(name) else ""
+    )
     if name in RESERVED_COLUMNS:
         problems.add(f"{where}.name", f"'{name}' is reserved for hashcdc's own columns")
-    raw_type = raw.get("type", raw.get("target_type"))
+    raw_type = column.get("type", column.get("target_type"))
     column_type = normalize_type(raw_type)
     if (
         column_type is None
@@ -331,252 +392,220 @@ def _parse_column(index: int, raw: Any, problems: _Problems) -> ColumnConfig | N
             f"{raw_type!r} looks cut at a comma: inside {{...}} write the type in quotes, "
             "e.g. type: 'decimal(10,2)'",
         )
-        column_type = "string"
     elif column_type is None:
         problems.add(
             f"{where}.type",
             f"unknown type {raw_type!r}; use one of {', '.join(SIMPLE_TYPES)} or decimal(p,s)",
         )
-        column_type = "string"
-    key = _as_bool(raw.get("key", False), f"{where}.key", problems)
-    ignore = _as_bool(raw.get("ignore", False), f"{where}.ignore", problems)
-    nullable = _as_bool(raw.get("nullable", not key), f"{where}.nullable", problems)
-    if key and ignore:
+    key = column.get("key", False) is True
+    if key and column.get("ignore") is True:
         problems.add(f"{where}.ignore", "a key column cannot be ignored by change detection")
-    if key and nullable:
+    if key and column.get("nullable") is True:
         problems.add(f"{where}.nullable", "a key column cannot be nullable")
-    fmt = raw.get("format")
-    if fmt is not None and (not isinstance(fmt, str) or column_type not in ("date", "timestamp")):
+    fmt = column.get("format")
+    if isinstance(fmt, str) and column_type not in ("date", "timestamp"):
         problems.add(f"{where}.format", "a format is a string, for date and timestamp columns only")
-        fmt = None
-    description = raw.get("description", "") or ""
-    source_name = raw.get("source_name")
-    if source_name is not None and (not isinstance(source_name, str) or not source_name.strip()):
-        problems.add(
-            f"{where}.source_name", f"must be the field's name in the extract, got {source_name!r}"
-        )
-        source_name = None
-    encoding, source_scale = _parse_encoding(raw, column_type, where, problems)
-    return ColumnConfig(
-        name=name,
-        type=column_type,
-        key=key,
-        ignore=ignore,
-        nullable=nullable,
-        description=str(description),
-        format=fmt,
-        source_name=source_name,
-        encoding=encoding,
-        source_scale=source_scale,
-    )
-
-
-def _parse_encoding(
-    raw: dict[str, Any], column_type: str, where: str, problems: _Problems
-) -> tuple[str | None, int | None]:
-    """A column's ``encoding`` (a connector's binary decimal form) and ``source_scale``."""
-    encoding = raw.get("encoding")
-    source_scale = raw.get("source_scale")
-    if encoding is not None and encoding not in COLUMN_ENCODINGS:
-        problems.add(
-            f"{where}.encoding", f"must be one of {', '.join(COLUMN_ENCODINGS)}, got {encoding!r}"
-        )
-        encoding = None
-    if encoding is not None and not column_type.startswith("decimal"):
+    encoding = column.get("encoding")
+    if encoding in COLUMN_ENCODINGS and not (column_type or "").startswith("decimal"):
         problems.add(
             f"{where}.encoding", f"'{encoding}' decodes decimals: give a decimal(p,s) type"
         )
-        encoding = None
-    if source_scale is not None:
-        if encoding != "debezium_decimal":
-            problems.add(
-                f"{where}.source_scale",
-                "only with encoding: debezium_decimal (the scale of the source column)",
-            )
-            source_scale = None
-        elif (
-            isinstance(source_scale, bool)
-            or not isinstance(source_scale, int)
-            or not (0 <= source_scale <= 38)
-        ):
-            problems.add(
-                f"{where}.source_scale", f"must be a whole number 0-38, got {source_scale!r}"
-            )
-            source_scale = None
-    return encoding, source_scale
+    if column.get("source_scale") is not None and encoding != "debezium_decimal":
+        problems.add(
+            f"{where}.source_scale",
+            "only with encoding: debezium_decimal (the scale of the source column)",
+        )
 
 
-def _parse_source(raw: dict[str, Any], problems: _Problems) -> SourceConfig:
+def _columns_rules(columns: list[Any], extract_type: Any, problems: _Problems) -> None:
+    """The rules of the column list as a whole: names, source fields, keys."""
+    mappings = [c for c in columns if isinstance(c, dict)]
+    for index, column in enumerate(columns):
+        _column_rules(index, column, extract_type == "changes", problems)
+    names = [c.get("name") for c in mappings if isinstance(c.get("name"), str)]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.add("columns", f"duplicate column name '{name}'")
+    sources = [str(c.get("source_name") or c.get("name")).lower() for c in mappings]
+    for source in sorted({s for s in sources if sources.count(s) > 1}):
+        problems.add("columns", f"two columns read the same source field '{source}'")
+    keys = [c for c in mappings if c.get("key") is True]
+    if mappings and not keys and extract_type != "changes":
+        problems.add("columns", "no key column: mark at least one column with 'key: true'")
+    if mappings and not keys and all(c.get("ignore") is True for c in mappings):
+        problems.add("columns", "a table without a key needs at least one compared column")
+
+
+def _sequence_field(item: Any) -> dict[str, Any] | None:
+    """A sequence field as a mapping (a string is its path); None when it is neither."""
+    if isinstance(item, str):
+        return {"field": item}
+    return item if isinstance(item, dict) else None
+
+
+def _changes_rules(raw: dict[str, Any], problems: _Problems) -> None:
+    """The ``changes`` block: required for change feeds, refused otherwise, and its rules."""
+    block = raw.get("changes")
     source = raw.get("source")
+    fmt = source.get("format", "csv") if isinstance(source, dict) else "csv"
+    if raw.get("extract_type") != "changes":
+        if block is not None:
+            problems.add("changes", "only for extract_type: changes")
+        if fmt in EVENT_FORMATS:
+            problems.add(
+                "source.format", f"'{fmt}' carries change events: use extract_type: changes"
+            )
+        return
+    if block is None:
+        problems.add("changes", _SCHEMA_DEFS["#/$defs/changes"]["x-message"])
+        return
+    if not isinstance(block, dict):
+        return  # the schema says so
+    raw_fields = block.get("sequence_by")
+    items = [raw_fields] if isinstance(raw_fields, str) else raw_fields
+    fields = [_sequence_field(i) for i in items] if isinstance(items, list) else []
+    paths = [f.get("field") for f in fields if f and isinstance(f.get("field"), str)]
+    for index, item in enumerate(fields):
+        if not item or not isinstance(item.get("field"), str):
+            continue
+        where = f"changes.sequence_by[{index}]"
+        field_type = _sequence_type(item)
+        if field_type is None:
+            problems.add(f"{where}.type", f"unknown type {item.get('type')!r}")
+        elif item.get("missing") == "lowest" and field_type not in LOWEST_SEQUENCE_VALUES:
+            problems.add(
+                f"{where}.missing",
+                f"'lowest' is for {', '.join(LOWEST_SEQUENCE_VALUES)} fields, not {field_type}",
+            )
+    aliases = [SequenceField(path).alias for path in paths]
+    if len(set(aliases)) != len(aliases):
+        problems.add("changes.sequence_by", "names the same field twice")
+    operation_column = block.get("operation_column")
+    if fmt in EVENT_FORMATS:
+        if operation_column is not None:
+            problems.add("changes.operation_column", f"not used by format '{fmt}' (it has op)")
+    else:
+        if not isinstance(operation_column, str):
+            problems.add(
+                "changes.operation_column",
+                f"a {fmt} feed needs the name of its operation column (values "
+                f"c/u/d/r/t or insert/update/delete/read/truncate), got {operation_column!r}",
+            )
+        for path in paths:
+            if "." in path:
+                problems.add(
+                    "changes.sequence_by", f"'{path}': a {fmt} feed orders by its own columns"
+                )
+        columns = raw.get("columns")
+        names = (
+            {c.get("name") for c in columns if isinstance(c, dict)}
+            if isinstance(columns, list)
+            else set()
+        )
+        if operation_column in names:
+            problems.add("changes.operation_column", f"'{operation_column}' is a configured column")
+    if raw.get("duplicates_keep_last_by") is not None:
+        problems.add(
+            "duplicates_keep_last_by", "not for change feeds: changes.sequence_by orders events"
+        )
+
+
+def _sequence_type(item: dict[str, Any]) -> str | None:
+    """A sequence field's normalized type (text for binlog file names, else bigint)."""
+    default = "string" if item.get("field") in TEXT_SEQUENCE_FIELDS else "bigint"
+    return normalize_type(item.get("type", default))
+
+
+def _table_rules(raw: dict[str, Any], file: str, problems: _Problems) -> None:
+    """The rules that involve more than one field of a table config."""
+    name = raw.get("name")
+    stem = Path(file).stem
+    if isinstance(name, str) and NAME_PATTERN.match(name) and stem != name:
+        problems.add("name", f"'{name}' must match the file name '{stem}.yml'")
+    columns = raw.get("columns")
+    if isinstance(columns, list) and columns:
+        _columns_rules(columns, raw.get("extract_type"), problems)
+    keep_last_by = raw.get("duplicates_keep_last_by")
+    if isinstance(keep_last_by, str) and raw.get("extract_type") != "changes":
+        by_name = {c.get("name"): c for c in columns or [] if isinstance(c, dict)}
+        if keep_last_by not in by_name:
+            problems.add(
+                "duplicates_keep_last_by", f"must name a configured column, got {keep_last_by!r}"
+            )
+        elif by_name[keep_last_by].get("key") is True:
+            problems.add("duplicates_keep_last_by", "must be a non-key column")
+    _changes_rules(raw, problems)
+
+
+def _build(raw: dict[str, Any], file: str) -> TableConfig:
+    """The TableConfig of a valid config, defaults filled in from the schema."""
+    source = raw["source"]
     if isinstance(source, str):
         source = {"path": source}
-    if not isinstance(source, dict):
-        problems.add("source", "missing; give at least source.path with {business_date} in it")
-        return SourceConfig(path="{business_date}")
-    path = source.get("path")
-    if not isinstance(path, str) or "{business_date}" not in path:
-        problems.add(
-            "source.path",
-            f"must be a path template containing {{business_date}}, got {path!r}",
-        )
-        path = "{business_date}"
-    fmt = source.get("format", "csv")
-    if fmt not in SOURCE_FORMATS:
-        problems.add("source.format", f"must be one of {', '.join(SOURCE_FORMATS)}, got {fmt!r}")
-        fmt = "csv"
     csv_options = dict(CSV_OPTION_DEFAULTS)
     if "delimiter" in raw:  # the article's configs put the delimiter at the top level
         csv_options["delimiter"] = raw["delimiter"]
-    given = source.get("csv", {}) or {}
-    if not isinstance(given, dict):
-        problems.add("source.csv", "must be a mapping of csv options")
-        given = {}
-    for option, value in given.items():
-        if option not in CSV_OPTION_DEFAULTS:
-            problems.add(
-                f"source.csv.{option}",
-                f"unknown csv option (allowed: {', '.join(CSV_OPTION_DEFAULTS)})",
+    csv_options.update(source.get("csv") or {})
+    columns = []
+    for column in raw["columns"]:
+        key = column.get("key", False)
+        columns.append(
+            ColumnConfig(
+                name=column["name"],
+                type=str(normalize_type(column.get("type", column.get("target_type")))),
+                key=key,
+                ignore=column.get("ignore", False),
+                nullable=column.get("nullable", not key),
+                description=str(column.get("description") or ""),
+                format=column.get("format"),
+                source_name=column.get("source_name"),
+                encoding=column.get("encoding"),
+                source_scale=column.get("source_scale"),
             )
-            continue
-        csv_options[option] = value
-    for option in ("delimiter", "quote", "escape"):
-        value = csv_options[option]
-        if not isinstance(value, str) or len(value) != 1:
-            problems.add(f"source.csv.{option}", f"must be a single character, got {value!r}")
-    for option in ("header", "multiline"):
-        if not isinstance(csv_options[option], bool):
-            problems.add(f"source.csv.{option}", "must be true or false")
-    for unknown in sorted(set(source) - {"path", "format", "csv"}):
-        problems.add(f"source.{unknown}", "unknown field (allowed: path, format, csv)")
-    return SourceConfig(path=path, format=fmt, csv=csv_options)
-
-
-def _parse_sequence_field(index: int, raw: Any, problems: _Problems) -> SequenceField | None:
-    where = f"changes.sequence_by[{index}]"
-    if isinstance(raw, str):
-        raw = {"field": raw}
-    if not isinstance(raw, dict):
-        problems.add(where, "must be a field path (e.g. source.lsn) or {field: ..., type: ...}")
-        return None
-    for unknown in sorted(set(raw) - {"field", "type", "missing"}):
-        problems.add(f"{where}.{unknown}", "unknown field (allowed: field, type, missing)")
-    path = raw.get("field")
-    if not isinstance(path, str) or not FIELD_PATH_PATTERN.match(path):
-        problems.add(f"{where}.field", f"must be a field path like source.lsn, got {path!r}")
-        return None
-    default_type = "string" if path in TEXT_SEQUENCE_FIELDS else "bigint"
-    field_type = normalize_type(raw.get("type", default_type))
-    if field_type is None:
-        problems.add(f"{where}.type", f"unknown type {raw.get('type')!r}")
-        return None
-    missing = raw.get("missing")
-    if missing is not None and missing != "lowest":
-        problems.add(f"{where}.missing", f"must be 'lowest' (or left out), got {missing!r}")
-        missing = None
-    if missing is not None and field_type not in LOWEST_SEQUENCE_VALUES:
-        problems.add(
-            f"{where}.missing",
-            f"'lowest' is for {', '.join(LOWEST_SEQUENCE_VALUES)} fields, not {field_type}",
         )
-        missing = None
-    return SequenceField(field=path, type=field_type, missing=missing)
-
-
-def _parse_changes(
-    raw: dict[str, Any], extract_type: Any, source: SourceConfig, problems: _Problems
-) -> ChangesConfig | None:
-    """The ``changes`` block: required for change feeds, refused otherwise."""
+    changes = None
     block = raw.get("changes")
-    if extract_type != "changes":
-        if block is not None:
-            problems.add("changes", "only for extract_type: changes")
-        if source.format in EVENT_FORMATS:
-            problems.add(
-                "source.format",
-                f"'{source.format}' carries change events: use extract_type: changes",
-            )
-        return None
-    if not isinstance(block, dict):
-        problems.add(
-            "changes",
-            "missing: a change feed needs changes.sequence_by, the event fields that order its "
-            "events (e.g. [source.lsn], or [source.file, source.pos] for a MySQL binlog)",
+    if raw["extract_type"] == "changes" and isinstance(block, dict):
+        items = block["sequence_by"]
+        fields = [_sequence_field(i) for i in ([items] if isinstance(items, str) else items)]
+        changes = ChangesConfig(
+            sequence_by=tuple(
+                SequenceField(f["field"], str(_sequence_type(f)), f.get("missing"))
+                for f in fields
+                if f
+            ),
+            operation_column=block.get("operation_column"),
+            history=block.get("history", _CHANGES["history"]["default"]),
+            unavailable_value=block.get(
+                "unavailable_value", _CHANGES["unavailable_value"]["default"]
+            ),
         )
-        return None
-    allowed = ("sequence_by", "operation_column", "history", "unavailable_value")
-    for unknown in sorted(set(block) - set(allowed)):
-        problems.add(f"changes.{unknown}", f"unknown field (allowed: {', '.join(allowed)})")
-    raw_fields = block.get("sequence_by")
-    if isinstance(raw_fields, str):
-        raw_fields = [raw_fields]
-    fields: list[SequenceField] = []
-    if not isinstance(raw_fields, list) or not raw_fields:
-        problems.add("changes.sequence_by", "must be a non-empty list of event fields")
-    else:
-        for index, item in enumerate(raw_fields):
-            parsed = _parse_sequence_field(index, item, problems)
-            if parsed is not None:
-                fields.append(parsed)
-    if len({f.alias for f in fields}) != len(fields):
-        problems.add("changes.sequence_by", "names the same field twice")
-    operation_column = block.get("operation_column")
-    if source.format in EVENT_FORMATS:
-        if operation_column is not None:
-            problems.add(
-                "changes.operation_column", f"not used by format '{source.format}' (it has op)"
-            )
-            operation_column = None
-    else:
-        if not isinstance(operation_column, str) or not NAME_PATTERN.match(operation_column):
-            problems.add(
-                "changes.operation_column",
-                f"a {source.format} feed needs the name of its operation column (values "
-                f"c/u/d/r/t or insert/update/delete/read/truncate), got {operation_column!r}",
-            )
-            operation_column = None
-        for item in fields:
-            if "." in item.field:
-                problems.add(
-                    "changes.sequence_by",
-                    f"'{item.field}': a {source.format} feed orders by its own columns",
-                )
-    history = block.get("history", "net")
-    if history not in HISTORY_MODES:
-        problems.add(
-            "changes.history", f"must be one of {', '.join(HISTORY_MODES)}, got {history!r}"
-        )
-        history = "net"
-    unavailable_value = block.get("unavailable_value", DEBEZIUM_UNAVAILABLE_VALUE)
-    if unavailable_value is not None and (
-        not isinstance(unavailable_value, str) or not unavailable_value
-    ):
-        problems.add(
-            "changes.unavailable_value",
-            f"must be the connector's placeholder text (or null to turn it off), got "
-            f"{unavailable_value!r}",
-        )
-        unavailable_value = DEBEZIUM_UNAVAILABLE_VALUE
-    return ChangesConfig(
-        sequence_by=tuple(fields),
-        operation_column=operation_column,
-        history=history,
-        unavailable_value=unavailable_value,
+    # Only a count given: the count alone limits the rejects. Neither: 1% of the rows.
+    default_fraction = 1.0 if "max_rejects" in raw else _TABLE["max_reject_fraction"]["default"]
+    return TableConfig(
+        name=raw["name"],
+        extract_type=raw["extract_type"],
+        source=SourceConfig(
+            path=source["path"],
+            format=source.get("format", _SOURCE["format"]["default"]),
+            csv=csv_options,
+        ),
+        columns=tuple(columns),
+        description=str(raw.get("description") or ""),
+        expected_counts_seed=raw.get("expected_counts_seed"),
+        max_delete_fraction=float(
+            raw.get("max_delete_fraction", _TABLE["max_delete_fraction"]["default"])
+        ),
+        max_reject_fraction=float(raw.get("max_reject_fraction", default_fraction)),
+        max_rejects=raw.get("max_rejects"),
+        duplicates_keep_last_by=raw.get("duplicates_keep_last_by"),
+        changelog=raw.get("changelog", _TABLE["changelog"]["default"]),
+        changes=changes,
+        config_file=file,
     )
 
 
-def _fraction(
-    raw: dict[str, Any], name: str, default: float, allowed: str, problems: _Problems
-) -> float:
-    """A top-level field that must be a number from 0 to 1; the default when absent."""
-    value = raw.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        problems.add(name, f"must be a number from {allowed}, got {value!r}")
-        return default
-    return float(value)
-
-
 def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[str]]:
-    """Validate one table config's raw YAML data.
+    """Validate one table config's raw YAML data against the schema and its rules.
 
     Parameters
     ----------
@@ -595,120 +624,11 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
     if not isinstance(raw, dict):
         problems.add("(document)", "must be a mapping with name, extract_type, source, columns")
         return None, problems.items
-    known = {
-        "name",
-        "description",
-        "extract_type",
-        "source",
-        "columns",
-        "delimiter",
-        "expected_counts_seed",
-        "max_delete_fraction",
-        "max_reject_fraction",
-        "max_rejects",
-        "duplicates_keep_last_by",
-        "changelog",
-        "changes",
-    }
-    for unknown in sorted(set(raw) - known):
-        problems.add(unknown, f"unknown field (allowed: {', '.join(sorted(known))})")
-    name = raw.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        problems.add("name", f"must be a lower-case identifier (letters, digits, _), got {name!r}")
-        name = "invalid"
-    stem = Path(file).stem
-    if name != "invalid" and stem != name:
-        problems.add("name", f"'{name}' must match the file name '{stem}.yml'")
-    extract_type = raw.get("extract_type")
-    if extract_type not in EXTRACT_TYPES:
-        problems.add(
-            "extract_type",
-            f"must be one of {', '.join(EXTRACT_TYPES)}, got {extract_type!r}",
-        )
-    source = _parse_source(raw, problems)
-    raw_columns = raw.get("columns")
-    columns: list[ColumnConfig] = []
-    if not isinstance(raw_columns, list) or not raw_columns:
-        problems.add("columns", "must be a non-empty list of columns")
-    else:
-        for index, raw_column in enumerate(raw_columns):
-            column = _parse_column(index, raw_column, problems)
-            if column is not None:
-                columns.append(column)
-        seen: set[str] = set()
-        for column in columns:
-            if column.name in seen:
-                problems.add("columns", f"duplicate column name '{column.name}'")
-            seen.add(column.name)
-        sources = [c.source_field.lower() for c in columns]
-        for source in sorted({s for s in sources if sources.count(s) > 1}):
-            problems.add("columns", f"two columns read the same source field '{source}'")
-        if columns and not any(c.key for c in columns) and extract_type != "changes":
-            problems.add("columns", "no key column: mark at least one column with 'key: true'")
-        if (
-            columns
-            and all(c.ignore for c in columns if not c.key)
-            and not any(c.key for c in columns)
-        ):
-            problems.add("columns", "a table without a key needs at least one compared column")
-    seed = raw.get("expected_counts_seed")
-    if seed is not None and (not isinstance(seed, str) or not NAME_PATTERN.match(seed)):
-        problems.add("expected_counts_seed", f"must be a seed name, got {seed!r}")
-    max_delete_fraction = _fraction(
-        raw, "max_delete_fraction", 0.5, "0 to 1 (1 turns the guard off)", problems
-    )
-    # Only a count given: the count alone limits the rejects. Neither: 1% of the rows.
-    max_reject_fraction = _fraction(
-        raw,
-        "max_reject_fraction",
-        1.0 if "max_rejects" in raw else 0.01,
-        "0 (no rejects allowed) to 1",
-        problems,
-    )
-    max_rejects = raw.get("max_rejects")
-    if max_rejects is not None and (
-        isinstance(max_rejects, bool) or not isinstance(max_rejects, int) or max_rejects < 0
-    ):
-        problems.add("max_rejects", f"must be a whole number >= 0, got {max_rejects!r}")
-        max_rejects = None
-    keep_last_by = raw.get("duplicates_keep_last_by")
-    if keep_last_by is not None:
-        names = {c.name: c for c in columns}
-        if keep_last_by not in names:
-            problems.add(
-                "duplicates_keep_last_by",
-                f"must name a configured column, got {keep_last_by!r}",
-            )
-        elif names[keep_last_by].key:
-            problems.add("duplicates_keep_last_by", "must be a non-key column")
-    changelog = _as_bool(raw.get("changelog", False), "changelog", problems)
-    changes = _parse_changes(raw, extract_type, source, problems)
-    if changes is not None:
-        if keep_last_by is not None:
-            problems.add(
-                "duplicates_keep_last_by", "not for change feeds: changes.sequence_by orders events"
-            )
-        clashes = {changes.operation_column} & {c.name for c in columns}
-        if clashes:
-            problems.add("changes.operation_column", f"'{clashes.pop()}' is a configured column")
+    _schema_problems(raw, problems)
+    _table_rules(raw, file, problems)
     if problems.items:
         return None, problems.items
-    config = TableConfig(
-        name=name,
-        extract_type=str(extract_type),
-        source=source,
-        columns=tuple(columns),
-        description=str(raw.get("description", "") or ""),
-        expected_counts_seed=seed,
-        max_delete_fraction=max_delete_fraction,
-        max_reject_fraction=max_reject_fraction,
-        max_rejects=max_rejects,
-        duplicates_keep_last_by=keep_last_by,
-        changelog=changelog,
-        changes=changes,
-        config_file=file,
-    )
-    return config, []
+    return _build(raw, file), []
 
 
 def load_table_configs(tables_dir: Path) -> list[TableConfig]:

@@ -32,7 +32,7 @@ import yaml
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-from hashcdc.config import EXTRACT_TYPES
+from hashcdc.config import EXTRACT_TYPES, SCHEMA_FILE
 from hashcdc.errors import HashcdcError
 
 
@@ -313,6 +313,7 @@ def generate_extracts(
         config_path = project_dir / "tables" / f"{options.table_name}.yml"
         config_path.parent.mkdir(parents=True, exist_ok=True)
         config_path.write_text(
+            f"# yaml-language-server: $schema=../{SCHEMA_FILE.parent.name}/{SCHEMA_FILE.name}\n"
             "# Written by `hashcdc datagen`.\n"
             + yaml.safe_dump(table_config(options), sort_keys=False),
             encoding="utf-8",

@@ -354,3 +354,20 @@ def test_a_sequence_field_may_be_missing_from_some_events() -> None:
         "'lowest' is for string, tinyint, smallint, int, bigint fields, not date" in p
         for p in problems
     )
+
+
+def test_the_schema_is_published_and_describes_the_repository_tables(capsys) -> None:
+    import json
+
+    import jsonschema
+
+    from hashcdc.cli import main
+    from hashcdc.config import SCHEMA, SCHEMA_FILE
+
+    assert main(["schema"]) == 0
+    assert json.loads(capsys.readouterr().out) == SCHEMA == json.loads(SCHEMA_FILE.read_text())
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    for path in sorted(Path(__file__).resolve().parents[2].glob("tables/*.yml")):
+        jsonschema.validate(yaml.safe_load(path.read_text()), SCHEMA)
+    for text in (ARTICLE_STYLE, FEED, ORACLE_FEED):
+        jsonschema.validate(yaml.safe_load(text), SCHEMA)
