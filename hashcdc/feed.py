@@ -14,10 +14,15 @@ Each event becomes: the configured columns (the *image*: the after image, or for
 the before image, which may hold the key only), ``keyhash`` of the image's identity
 (its key columns; every compared column for a table without a key), ``nonkeyhash`` of its
 compared columns, ``before_keyhash`` (an update whose before image has another identity),
-``event_op`` (``c``/``u``/``d``/``r``/``t``) and ``event_sequence`` (a struct of the
-``sequence_by`` fields, typed, compared field by field). Events that cannot be applied get
-``_row_errors`` like any rejected row. JSON is parsed once per line into a VARIANT; every
-field is taken from it with native functions, nothing runs in Python per event.
+``event_op`` (``c``/``u``/``d``/``r``/``t``; null for a tombstone, which is only counted),
+``event_sequence`` (a struct of the ``sequence_by`` fields, typed, compared field by field),
+``event_id`` (a hash of the event's content) and ``is_new_event`` (no earlier date applied
+it: :class:`PriorSnapshot`, the one place that decides). Values are decoded by the event's
+schema when it carries one; a connector's placeholder for a value it could not read means
+"unchanged" and is filled from the key's value before the event. Events that cannot be
+applied get ``_row_errors`` like any rejected row. JSON is parsed once per line into a
+VARIANT; every field is taken from it with native functions, nothing runs in Python per
+event.
 """
 
 from __future__ import annotations
