@@ -37,12 +37,6 @@ _EPOCH_LOGICAL_TYPES = {
 }
 # ISO-8601 text with its offset: a plain cast reads it (and converts to UTC).
 _TEXT_TIME_LOGICAL_TYPES = ("io.debezium.time.ZonedTimestamp", "io.debezium.time.IsoTimestamp")
-DECODED_LOGICAL_TYPES = (
-    *_EPOCH_LOGICAL_TYPES,
-    *_TEXT_TIME_LOGICAL_TYPES,
-    KAFKA_DECIMAL,
-    VARIABLE_SCALE_DECIMAL,
-)
 
 
 def typed_value(

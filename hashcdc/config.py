@@ -39,10 +39,8 @@ _SOURCE = SCHEMA["$defs"]["source"]["properties"]
 _CHANGES = SCHEMA["$defs"]["changes"]["properties"]
 
 EXTRACT_TYPES = tuple(_TABLE["extract_type"]["enum"])
-SOURCE_FORMATS = tuple(_SOURCE["format"]["enum"])
 # Formats that only carry change events (JSON lines, one event per line).
 EVENT_FORMATS = ("debezium", "debezium_flat")
-HISTORY_MODES = tuple(_CHANGES["history"]["enum"])
 # Spellings accepted for the operation of an event in csv/parquet feeds -> Debezium's letter.
 OPERATION_SPELLINGS = {
     "c": "c",
@@ -59,12 +57,6 @@ OPERATION_SPELLINGS = {
     "t": "t",
     "truncate": "t",
 }
-# Numbers since the epoch, as Debezium writes dates and timestamps by default.
-EPOCH_FORMATS = {
-    "date": ("epoch_days",),
-    "timestamp": ("epoch_seconds", "epoch_millis", "epoch_micros"),
-}
-FIELD_PATH_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 # Sequence fields whose natural order is text order (binlog file names are zero-padded), in
 # the envelope and in the flattened form.
 TEXT_SEQUENCE_FIELDS = ("source.file", "__file")
@@ -106,7 +98,7 @@ TYPE_ALIASES = {
     "text": "string",
 }
 DECIMAL_PATTERN = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
-NAME_PATTERN = re.compile(r"^[a-z_][a-z0-9_]*$")
+NAME_PATTERN = re.compile(_TABLE["name"]["pattern"])
 RESERVED_COLUMNS = (
     "keyhash",
     "nonkeyhash",
@@ -370,14 +362,11 @@ def _alternative_of(error: jsonschema.ValidationError) -> int:
     return -1
 
 
-def _column_rules(index: int, column: Any, is_feed: bool, problems: _Problems) -> None:
+def _column_rules(where: str, column: Any, problems: _Problems) -> None:
     """The rules of one column that involve more than one field, or its type's syntax."""
     if not isinstance(column, dict):
         return
     name = column.get("name")
-    where = f"columns[{index}]" + (
-        f" ({name})" if isinstance(name, str) and NAME_PATTERN.match(name) else ""
-    )
     if name in RESERVED_COLUMNS:
         problems.add(f"{where}.name", f"'{name}' is reserved for hashcdc's own columns")
     raw_type = column.get("type", column.get("target_type"))
@@ -421,7 +410,7 @@ def _columns_rules(columns: list[Any], extract_type: Any, problems: _Problems) -
     """The rules of the column list as a whole: names, source fields, keys."""
     mappings = [c for c in columns if isinstance(c, dict)]
     for index, column in enumerate(columns):
-        _column_rules(index, column, extract_type == "changes", problems)
+        _column_rules(_where({"columns": columns}, ["columns", index]), column, problems)
     names = [c.get("name") for c in mappings if isinstance(c.get("name"), str)]
     for name in sorted({n for n in names if names.count(n) > 1}):
         problems.add("columns", f"duplicate column name '{name}'")
