@@ -23,6 +23,8 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import ColumnConfig, TableConfig
 
+# What the rejects show instead of a sensitive column's value.
+SENSITIVE_MASK = "(sensitive value)"
 _EPOCH_UNITS = {"epoch_seconds": 1, "epoch_millis": 1_000, "epoch_micros": 1_000_000}
 KAFKA_DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
@@ -214,9 +216,19 @@ def stage_typed(raw: DataFrame, typed: dict[str, Column]) -> tuple[DataFrame, di
 
 
 def values_map(table: TableConfig) -> Column:
-    """Column name -> the value as text, of the frame it is selected from (raw or typed)."""
+    """Column name -> the value as text, of the frame it is selected from (raw or typed).
+
+    A sensitive column's value is masked: the rejects are not a place for it.
+    """
     names = F.array(*[F.lit(c.name) for c in table.columns])
-    values = F.array(*[F.col(c.name).cast("string") for c in table.columns])
+    values = F.array(
+        *[
+            F.when(F.col(c.name).isNotNull(), F.lit(SENSITIVE_MASK))
+            if c.sensitive
+            else F.col(c.name).cast("string")
+            for c in table.columns
+        ]
+    )
     return F.map_from_arrays(names, values)
 
 

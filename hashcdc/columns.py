@@ -25,6 +25,8 @@ from pyspark.sql.types import (
 
 KEYHASH = "keyhash"
 NONKEYHASH = "nonkeyhash"
+# The hash of a row's sensitive columns: in the stage and the sensitive tables only.
+SENSITIVE_HASH = "sensitive_hash"
 BUSINESS_DATE = "business_date"
 SOURCE_FILE = "_source_file"
 ROW_ERRORS = "_row_errors"
@@ -61,6 +63,7 @@ def doc_name(column: str, model: str = "") -> str:
 
 
 HASH_COLUMNS = (OwnColumn(KEYHASH, BinaryType()), OwnColumn(NONKEYHASH, BinaryType()))
+SENSITIVE_HASH_COLUMN = OwnColumn(SENSITIVE_HASH, BinaryType())
 EVENT_STAGE_COLUMNS = (
     OwnColumn("before_keyhash", BinaryType()),
     OwnColumn("event_op", StringType()),

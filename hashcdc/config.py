@@ -15,6 +15,8 @@ here; the validated config becomes a frozen :class:`TableConfig`.
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import re
 from collections.abc import Sequence
@@ -129,11 +131,40 @@ class ColumnConfig:
     source_name: str | None = None
     encoding: str | None = None
     source_scale: int | None = None
+    added: str | None = None
+    added_as_update: bool = False
+    removed: str | None = None
+    renamed_from: tuple[str, ...] = ()
+    widened_from: str | None = None
+    widened_since: str | None = None
+    sensitive: bool = False
 
     @property
     def source_field(self) -> str:
         """The column's name in the extract (header, parquet column or JSON field)."""
         return self.source_name or self.name
+
+    @property
+    def source_fields(self) -> tuple[str, ...]:
+        """The names the column may have in an extract: its own, then its earlier ones."""
+        return (self.source_field, *reversed(self.renamed_from))
+
+    @property
+    def hash_name(self) -> str:
+        """The name its values are hashed under: the first it had, so a rename keeps hashes."""
+        return self.renamed_from[0] if self.renamed_from else self.name
+
+    def is_present_on(self, business_date: str) -> bool:
+        """Whether the extract of a business date carries the column (added/removed)."""
+        after_added = self.added is None or business_date >= self.added
+        before_removed = self.removed is None or business_date < self.removed
+        return after_added and before_removed
+
+    def type_on(self, business_date: str) -> str:
+        """The type the extract of a date is read with (before a widening, the earlier one)."""
+        if self.widened_from and self.widened_since and business_date < self.widened_since:
+            return self.widened_from
+        return self.type
 
 
 @dataclass(frozen=True)
@@ -191,6 +222,7 @@ class TableConfig:
     duplicates_keep_last_by: str | None = None
     changelog: bool = _TABLE["changelog"]["default"]
     changes: ChangesConfig | None = None
+    sensitive_grants: dict[str, list[str]] | None = None
     config_file: str = ""
 
     @property
@@ -215,15 +247,48 @@ class TableConfig:
 
     @property
     def compared_columns(self) -> tuple[ColumnConfig, ...]:
-        """Non-key columns that take part in change detection (``nonkeyhash``)."""
+        """Non-key, non-sensitive columns that take part in change detection (``nonkeyhash``)."""
         if self.is_keyless:
             return ()
-        return tuple(c for c in self.columns if not c.key and not c.ignore)
+        return tuple(c for c in self.columns if not c.key and not c.ignore and not c.sensitive)
 
     @property
-    def source_fields(self) -> list[tuple[str, str]]:
-        """(name in the extract, name in the lake) of each csv/parquet column, in order."""
-        fields = [(c.source_field, c.name) for c in self.columns]
+    def sensitive_columns(self) -> tuple[ColumnConfig, ...]:
+        """Columns stored only in the sensitive tables (their own hash: ``sensitive_hash``)."""
+        return tuple(c for c in self.columns if c.sensitive)
+
+    @property
+    def main_columns(self) -> tuple[ColumnConfig, ...]:
+        """The columns of the main tables (state, current, history, changelog)."""
+        return tuple(c for c in self.columns if not c.sensitive)
+
+    @property
+    def reshaped_columns(self) -> tuple[ColumnConfig, ...]:
+        """Columns whose shape changed (added, removed, renamed or widened)."""
+        return tuple(
+            c for c in self.columns if c.added or c.removed or c.renamed_from or c.widened_since
+        )
+
+    def as_read_on(self, business_date: str) -> TableConfig:
+        """The table as the extract of a business date carries it.
+
+        Only the columns present on that date (``added``/``removed``), each with the type it
+        is read with (``widened``).
+        """
+        columns = tuple(
+            dataclasses.replace(c, type=c.type_on(business_date))
+            for c in self.columns
+            if c.is_present_on(business_date)
+        )
+        return dataclasses.replace(self, columns=columns)
+
+    @property
+    def source_fields(self) -> list[tuple[tuple[str, ...], str]]:
+        """(names in the extract, name in the lake) of each csv/parquet column, in order.
+
+        A renamed column may carry any of its names (its own first).
+        """
+        fields = [(c.source_fields, c.name) for c in self.columns]
         if self.changes is None or self.changes.operation_column is None:
             return fields
         names = {c.name for c in self.columns}
@@ -232,26 +297,29 @@ class TableConfig:
         seen: set[str] = set()
         for name in extra:
             if name not in names and name not in seen:
-                fields.append((name, name))
+                fields.append(((name,), name))
                 seen.add(name)
         return fields
-
-    @property
-    def source_columns(self) -> list[str]:
-        """The columns a csv/parquet extract must have, in order, as the extract names them."""
-        return [source for source, _ in self.source_fields]
 
     def to_dict(self) -> dict[str, Any]:
         """A plain-data form, embedded in generated model properties."""
         data = asdict(self)
-        data["columns"] = [asdict(c) for c in self.columns]
+        # A column's fields at their defaults are left out: they are filled in again.
+        defaults = asdict(ColumnConfig(name="", type=""))
+        data["columns"] = [
+            {k: v for k, v in asdict(c).items() if k in ("name", "type") or v != defaults[k]}
+            for c in self.columns
+        ]
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TableConfig:
         """Rebuild a config from :meth:`to_dict` output (already validated)."""
         source = SourceConfig(**data["source"])
-        columns = tuple(ColumnConfig(**c) for c in data["columns"])
+        columns = tuple(
+            ColumnConfig(**{**c, "renamed_from": tuple(c.get("renamed_from") or ())})
+            for c in data["columns"]
+        )
         changes = None
         if data.get("changes"):
             raw = dict(data["changes"])
@@ -277,6 +345,58 @@ def normalize_type(raw: Any) -> str | None:
         if 1 <= precision <= 38 and scale <= precision:
             return f"decimal({precision},{scale})"
     return None
+
+
+_INTEGER_WIDTHS = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8}
+# Widenings applied to the tables in place of the narrower type; every other change of a
+# column's type is refused (what to do instead: docs/schema-evolution.md).
+WIDENINGS_HINT = (
+    "tinyint/smallint/int to a wider integer, float to double, decimal(p,s) to a decimal "
+    "with at least as many digits on both sides of the point, date to timestamp"
+)
+
+
+def type_change_problem(old: str, new: str) -> str | None:
+    """Why a column's type cannot change from ``old`` to ``new``; None for a widening."""
+    if old == new:
+        return None
+    if old in _INTEGER_WIDTHS and new in _INTEGER_WIDTHS:
+        if _INTEGER_WIDTHS[new] > _INTEGER_WIDTHS[old]:
+            return None
+        return f"{old} to {new} narrows the column: values may no longer fit"
+    if (old, new) in (("float", "double"), ("date", "timestamp")):
+        return None
+    old_decimal, new_decimal = DECIMAL_PATTERN.match(old), DECIMAL_PATTERN.match(new)
+    if old_decimal and new_decimal:
+        (p1, s1), (p2, s2) = (map(int, m.groups()) for m in (old_decimal, new_decimal))
+        if s2 < s1:
+            return f"{old} to {new} lowers the scale: digits after the point would be lost"
+        if p2 - s2 < p1 - s1:
+            return f"{old} to {new} has fewer digits before the point: values may not fit"
+        return None
+    return f"{old} to {new} is not a widening (widenings: {WIDENINGS_HINT})"
+
+
+def _names(raw: Any) -> list[str]:
+    """A name or a list of names as a list."""
+    if raw is None:
+        return []
+    return [raw] if isinstance(raw, str) else list(raw)
+
+
+def _dates_as_text(raw: Any) -> Any:
+    """YAML reads an unquoted 2024-01-03 as a date: the lifecycle fields take it as text."""
+    columns = raw.get("columns") if isinstance(raw, dict) else None
+    for column in columns if isinstance(columns, list) else []:
+        if not isinstance(column, dict):
+            continue
+        for name in ("added", "removed"):
+            if isinstance(column.get(name), datetime.date):
+                column[name] = column[name].isoformat()
+        widened = column.get("widened")
+        if isinstance(widened, dict) and isinstance(widened.get("since"), datetime.date):
+            widened["since"] = widened["since"].isoformat()
+    return raw
 
 
 class _Problems:
@@ -404,6 +524,54 @@ def _column_rules(where: str, column: Any, problems: _Problems) -> None:
             f"{where}.source_scale",
             "only with encoding: debezium_decimal (the scale of the source column)",
         )
+    _lifecycle_rules(where, column, column_type, problems)
+
+
+def _lifecycle_rules(
+    where: str, column: dict[str, Any], column_type: str | None, problems: _Problems
+) -> None:
+    """A column's shape changes: added/removed dates, widening, sensitivity of keys."""
+    for name in ("added", "removed"):
+        value = column.get(name)
+        if isinstance(value, str) and _bad_date(value):
+            problems.add(f"{where}.{name}", f"{value!r} is not a date (YYYY-MM-DD)")
+    added, removed = column.get("added"), column.get("removed")
+    if isinstance(added, str) and isinstance(removed, str) and removed <= added:
+        problems.add(f"{where}.removed", f"must be after added ({added})")
+    if column.get("added_as_update") is True and added is None:
+        problems.add(f"{where}.added_as_update", "only with added (the column's first date)")
+    if column.get("key") is True:
+        for name in ("added", "removed", "sensitive"):
+            if column.get(name) not in (None, False):
+                problems.add(
+                    f"{where}.{name}",
+                    "not for a key column: the key identifies each row in every table",
+                )
+    widened = column.get("widened")
+    if isinstance(widened, dict):
+        earlier = normalize_type(widened.get("from"))
+        since = widened.get("since")
+        if isinstance(since, str) and _bad_date(since):
+            problems.add(f"{where}.widened.since", f"{since!r} is not a date (YYYY-MM-DD)")
+        if earlier is None:
+            problems.add(f"{where}.widened.from", f"unknown type {widened.get('from')!r}")
+        elif column_type is not None:
+            problem = type_change_problem(earlier, column_type)
+            if problem or earlier == column_type:
+                problems.add(
+                    f"{where}.widened",
+                    (problem or f"from {earlier} to {column_type} is no change")
+                    + "; to change a column's type otherwise, add a new column (and mark this "
+                    "one removed), or rebuild the tables with replay from the first date",
+                )
+
+
+def _bad_date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return True
+    return not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text)
 
 
 def _columns_rules(columns: list[Any], extract_type: Any, problems: _Problems) -> None:
@@ -417,7 +585,20 @@ def _columns_rules(columns: list[Any], extract_type: Any, problems: _Problems) -
     sources = [str(c.get("source_name") or c.get("name")).lower() for c in mappings]
     for source in sorted({s for s in sources if sources.count(s) > 1}):
         problems.add("columns", f"two columns read the same source field '{source}'")
+    earlier = [(n, c.get("name")) for c in mappings for n in _names(c.get("renamed_from"))]
+    for old, new in earlier:
+        if old in names:
+            problems.add(
+                "columns",
+                f"'{new}' is renamed from '{old}', which is still a column: a renamed column "
+                "keeps one name",
+            )
     keys = [c for c in mappings if c.get("key") is True]
+    if not keys and any(c.get("sensitive") is True for c in mappings):
+        problems.add(
+            "columns",
+            "sensitive columns need a key: the sensitive tables are keyed by keyhash",
+        )
     if mappings and not keys and extract_type != "changes":
         problems.add("columns", "no key column: mark at least one column with 'key: true'")
     if mappings and not keys and all(c.get("ignore") is True for c in mappings):
@@ -549,6 +730,13 @@ def _build(raw: dict[str, Any], file: str) -> TableConfig:
                 source_name=column.get("source_name"),
                 encoding=column.get("encoding"),
                 source_scale=column.get("source_scale"),
+                added=column.get("added"),
+                added_as_update=column.get("added_as_update", False),
+                removed=column.get("removed"),
+                renamed_from=tuple(_names(column.get("renamed_from"))),
+                widened_from=normalize_type((column.get("widened") or {}).get("from")),
+                widened_since=(column.get("widened") or {}).get("since"),
+                sensitive=column.get("sensitive", False),
             )
         )
     changes = None
@@ -589,6 +777,7 @@ def _build(raw: dict[str, Any], file: str) -> TableConfig:
         duplicates_keep_last_by=raw.get("duplicates_keep_last_by"),
         changelog=raw.get("changelog", _TABLE["changelog"]["default"]),
         changes=changes,
+        sensitive_grants=raw.get("sensitive_grants"),
         config_file=file,
     )
 
@@ -610,6 +799,7 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
 
     """
     problems = _Problems(file)
+    raw = _dates_as_text(raw)
     if not isinstance(raw, dict):
         problems.add("(document)", "must be a mapping with name, extract_type, source, columns")
         return None, problems.items

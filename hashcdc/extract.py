@@ -78,7 +78,13 @@ def read_rows(spark: SparkSession, table: TableConfig, files: list[str]) -> Data
     fields = table.source_fields
     if table.source.format == "parquet":
         frame = spark.read.parquet(*files)
-        selected = [F.col(source).cast("string").alias(name) for source, name in fields]
+        present = {name.lower() for name in frame.columns}
+        selected = [
+            F.col(next((s for s in sources if s.lower() in present), sources[0]))
+            .cast("string")
+            .alias(name)
+            for sources, name in fields
+        ]
         return frame.select(
             *selected,
             F.lit(None).cast("string").alias(CORRUPT_RECORD),

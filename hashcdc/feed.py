@@ -42,6 +42,7 @@ from hashcdc.columns import (
     RAW_VALUES,
     ROW_ERRORS,
     ROW_ID,
+    SENSITIVE_HASH,
     SOURCE_FILE,
 )
 from hashcdc.config import (
@@ -53,7 +54,14 @@ from hashcdc.config import (
 )
 from hashcdc.errors import InputDataError
 from hashcdc.extract import LINE_COLUMN, read_event_lines
-from hashcdc.hashing import canonical_value, digest, hash_units, typed_row_hash, with_hashes
+from hashcdc.hashing import (
+    canonical_value,
+    digest,
+    hash_units,
+    row_hashes,
+    typed_row_hash,
+    with_hashes,
+)
 
 BEFORE_PREFIX = "__before_"
 OPERATION_RAW_COLUMN = "_op_raw"
@@ -88,12 +96,12 @@ def _is_decoded(column: ColumnConfig) -> bool:
     return column.type in DECODED_TYPES or column.type.startswith("decimal")
 
 
-def _named(source_field: str) -> Callable[[Column], Column]:
-    """A filter for the schema field of one source field.
+def _named(source_fields: tuple[str, ...]) -> Callable[[Column], Column]:
+    """A filter for the schema field of a column (any of its names, when renamed).
 
     One argument only: Spark's ``filter`` passes the index too when the function takes two.
     """
-    return lambda field: field["field"] == source_field
+    return lambda field: field["field"].isin(*source_fields)
 
 
 def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
@@ -119,16 +127,19 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
     def text(*path: str) -> Column:
         return F.try_variant_get(envelope, _json_path(*path), "string")
 
+    def any_text(image: str | None, column: ColumnConfig) -> Column:
+        # A renamed column: whichever of its names the event carries.
+        paths = [(image, name) if image else (name,) for name in column.source_fields]
+        return F.coalesce(*[text(*path) for path in paths])
+
     schema_fields = F.try_variant_get(parsed, "$.schema.fields", _SCHEMA_FIELDS_TYPE)
     if table.source.format == "debezium":
         operation = text("op")
         image = {
-            c.name: F.when(operation == "d", text("before", c.source_field)).otherwise(
-                text("after", c.source_field)
-            )
+            c.name: F.when(operation == "d", any_text("before", c)).otherwise(any_text("after", c))
             for c in table.columns
         }
-        before = {c.name: text("before", c.source_field) for c in table.key_columns}
+        before = {c.name: any_text("before", c) for c in table.key_columns}
         images = F.filter(schema_fields, lambda f: f["field"].isin("after", "before"))
         value_fields = F.get(images, 0)["fields"]
     else:
@@ -136,13 +147,13 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
         # Without __op (not added by the connector) a row is an upsert: with a key, c and u
         # both upsert; without one, c adds the row (a u would need its before image).
         operation = F.when(deleted, F.lit("d")).otherwise(F.coalesce(text("__op"), F.lit("c")))
-        image = {c.name: text(c.source_field) for c in table.columns}
+        image = {c.name: any_text(None, c) for c in table.columns}
         before = {c.name: F.lit(None).cast("string") for c in table.key_columns}
         value_fields = schema_fields
     logical = {}
     for column in table.columns:
         if _is_decoded(column):
-            field = F.get(F.filter(value_fields, _named(column.source_field)), 0)
+            field = F.get(F.filter(value_fields, _named(column.source_fields)), 0)
             logical[LOGICAL_PREFIX + column.name] = field["name"]
             logical[SCALE_PREFIX + column.name] = field["parameters"]["scale"]
     sequence = {
@@ -319,7 +330,7 @@ def _event_id(table: TableConfig) -> Column:
         (":op", F.col("event_op")),
         (":before", F.hex("before_keyhash")),
         (":unavailable", F.array_join(F.col(UNAVAILABLE_COLUMN), ",")),
-        *[(c.name, canonical_value(F.col(c.name), c.type)) for c in table.columns],
+        *[(c.hash_name, canonical_value(F.col(c.name), c.type)) for c in table.columns],
     ]
     return digest(hash_units(units))
 
@@ -353,7 +364,7 @@ def typed_events(
     operation_value = _normalized_operation(F.col(OPERATION_RAW_COLUMN))
     flag_names = {}
     if placeholder is not None:
-        flag_names = {c.name: f"_unavailable_{c.name}" for c in table.columns if not c.key}
+        flag_names = {c.name: f"_unavailable_{c.name}" for c in table.main_columns if not c.key}
     flagged = raw.select(
         "*",
         operation_value.alias("_operation"),
@@ -420,13 +431,19 @@ def typed_events(
     marked = prior.mark_new_events(keyed.withColumn("event_id", _event_id(table)))
     if unavailable and not table.is_keyless:
         marked = prior.fill_unavailable(marked, table)
-    hashed = with_hashes(marked, {"nonkeyhash": list(table.compared_columns)})
+    hashed = with_hashes(
+        marked, {name: cols for name, cols in row_hashes(table).items() if name != "keyhash"}
+    )
+    image_hashes = [
+        F.when(F.col("event_op").isin(*IMAGE_OPERATIONS), F.col(name)).alias(name)
+        for name in ("nonkeyhash", *([SENSITIVE_HASH] if table.sensitive_columns else []))
+    ]
     is_truncate = F.col("event_op") == "t"
     same_key = F.col("before_keyhash") == F.col("keyhash")
     return hashed.select(
         *[c.name for c in table.columns],
         F.when(~is_truncate & F.col("event_op").isNotNull(), F.col("keyhash")).alias("keyhash"),
-        F.when(F.col("event_op").isin(*IMAGE_OPERATIONS), F.col("nonkeyhash")).alias("nonkeyhash"),
+        *image_hashes,
         # A primary-key update that keeps its key is a plain update; without a key, the
         # before image is the row that goes away, whatever the after image is.
         (
@@ -531,7 +548,7 @@ class PriorSnapshot:
             .orderBy("event_sequence", read_phase(F.col("event_op")))
             .rowsBetween(Window.unboundedPreceding, -1)
         )
-        non_key = [c.name for c in table.columns if not c.key]
+        non_key = [c.name for c in table.main_columns if not c.key]
         framed = events
         if self.rows is not None:
             previous = self.rows.where(F.col("operation").isin("I", "U", "N", "X")).select(

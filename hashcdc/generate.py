@@ -37,7 +37,10 @@ import yaml
 from hashcdc.columns import (
     EVENT_STAGE_COLUMNS,
     HASH_COLUMNS,
+    NONKEYHASH,
     REJECTS_COLUMNS,
+    SENSITIVE_HASH,
+    SENSITIVE_HASH_COLUMN,
     STAGE_TRAILING_COLUMNS,
     doc_name,
 )
@@ -112,6 +115,75 @@ def _own_columns(columns: Any, model: str = "") -> list[dict[str, str]]:
     ]
 
 
+def _column_list(columns: tuple[ColumnConfig, ...]) -> str:
+    return _wrapped_list([f"'{c.name}'" for c in columns])
+
+
+def _columns(columns: tuple[ColumnConfig, ...]) -> list[dict[str, str]]:
+    return [
+        {"name": c.name, "description": _column_description(c), "type": c.type} for c in columns
+    ]
+
+
+def _shape_changes(columns: tuple[ColumnConfig, ...], compared: tuple[ColumnConfig, ...]) -> str:
+    """The ``shape_changes`` argument of the state macros ('' when no column changed shape).
+
+    The compared columns, and for each that changed shape, how (``only_shape_differs``).
+    """
+    changed = {}
+    for column in compared:
+        change = {
+            "added": column.added,
+            "added_as_update": column.added_as_update or None,
+            "removed": column.removed,
+            "widened_from": column.widened_from,
+            "widened_since": column.widened_since,
+        }
+        change = {key: value for key, value in change.items() if value}
+        if change:
+            changed[column.name] = change
+    if not changed:
+        return ""
+    names = _wrapped_list([f"'{c.name}'" for c in compared], indent=20)
+    lines = [
+        "{",
+        f"            'compared': {names},",
+        "            'changed': {",
+        *[f"                '{name}': {change!r}," for name, change in changed.items()],
+        "            },",
+        "        }",
+    ]
+    return "\n".join(lines)
+
+
+def _evolution_arguments(hash_column: str, shape_changes: str) -> str:
+    """The state macro's optional arguments, one line each ('' when both are defaults)."""
+    lines = []
+    if hash_column != NONKEYHASH:
+        lines.append(f"        hash_column='{hash_column}',\n")
+    if shape_changes:
+        lines.append(f"        shape_changes={shape_changes},\n")
+    return "".join(lines)
+
+
+def sensitive_context(table: TableConfig, context: dict[str, Any]) -> dict[str, Any]:
+    """The context of the sensitive models: the same templates over the sensitive columns."""
+    sensitive = table.sensitive_columns
+    grants = table.sensitive_grants
+    return context | {
+        "state_model": f"{table.name}_sensitive_state",
+        "grants": repr({k: list(v) for k, v in grants.items()}) if grants else None,
+        "column_list": _column_list(sensitive),
+        "evolution_arguments": _evolution_arguments(
+            SENSITIVE_HASH, _shape_changes(sensitive, sensitive)
+        ),
+        "columns": _columns(sensitive),
+        "is_audit": False,
+        "is_keyless": False,
+        "max_delete_fraction": 1.0,
+    }
+
+
 def table_context(table: TableConfig) -> dict[str, Any]:
     """Everything the templates of one table need."""
     is_audit = table.changes is not None and table.changes.history == "audit"
@@ -131,14 +203,19 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         "is_audit": is_audit,
         "hash_version": HASH_ALGORITHM_VERSION,
         "clear_date_hook": CLEAR_DATE_HOOK,
-        "column_list": _wrapped_list([f"'{c.name}'" for c in table.columns]),
-        "columns": [
-            {"name": c.name, "description": _column_description(c), "type": c.type}
-            for c in table.columns
-        ],
+        "state_model": f"{table.name}_state",
+        "grants": None,
+        "column_list": _column_list(table.main_columns),
+        "evolution_arguments": _evolution_arguments(
+            NONKEYHASH, _shape_changes(table.main_columns, table.compared_columns)
+        ),
+        "columns": _columns(table.main_columns),
+        "all_columns": _columns(table.columns),
+        "sensitive_columns": _columns(table.sensitive_columns),
         "stage_columns": _own_columns(
             [
                 *HASH_COLUMNS,
+                *((SENSITIVE_HASH_COLUMN,) if table.sensitive_columns else ()),
                 *(EVENT_STAGE_COLUMNS if table.is_feed else ()),
                 *STAGE_TRAILING_COLUMNS,
             ]
@@ -161,6 +238,9 @@ def relations(table: TableConfig) -> list[tuple[str, bool]]:
     views = [f"{table.name}_current", f"{table.name}_scd2"]
     tables = [f"stg_{table.name}", f"{table.name}_rejects", f"{table.name}_state"]
     tables += [f"{table.name}_history"] + ([f"{table.name}_changelog"] if table.changelog else [])
+    if table.sensitive_columns:
+        views.append(f"{table.name}_sensitive_current")
+        tables += [f"{table.name}_sensitive_state", f"{table.name}_sensitive_history"]
     return [(name, True) for name in views] + [(name, False) for name in tables]
 
 
@@ -180,10 +260,26 @@ def _table_files(table: TableConfig) -> list[GeneratedFile]:
     }
     if table.changelog:
         targets[folder / f"{name}_changelog.sql"] = "changelog.sql.j2"
-    return [
+    files = [
         GeneratedFile(path, _render(template, context), table.config_file)
         for path, template in targets.items()
     ]
+    if table.sensitive_columns:
+        # The sensitive columns' own state, current view and history: the same templates.
+        sensitive = sensitive_context(table, context)
+        files += [
+            GeneratedFile(
+                folder / f"{name}_sensitive_{kind}.sql",
+                _render(template, sensitive),
+                table.config_file,
+            )
+            for kind, template in (
+                ("state", "state.sql.j2"),
+                ("current", "current.sql.j2"),
+                ("history", "history.sql.j2"),
+            )
+        ]
+    return files
 
 
 def generated_files(tables: list[TableConfig]) -> list[GeneratedFile]:

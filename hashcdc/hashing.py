@@ -18,7 +18,8 @@ the first chain's 64 bits, then the second's, big-endian.
   never equals ``("a", "bc")``, whatever characters the values contain; and units
   alternate strictly between a name and its value, so a value that looks like a column
   name cannot shift the pairing.
-* Sorting by name makes the hash independent of column order.
+* Sorting by name makes the hash independent of column order. The name is the column's
+  first one (``ColumnConfig.hash_name``): a declared rename keeps every hash.
 * Values are hashed **after** casting, in a canonical form, so that type widening and
   formatting do not change hashes: exact numbers (integers and decimals) as the text of a
   plain decimal without trailing zeros (``1.50``, ``1.5`` and a decimal(12,4) ``1.5000``
@@ -43,7 +44,8 @@ from collections.abc import Iterable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-from hashcdc.config import ColumnConfig
+from hashcdc.columns import SENSITIVE_HASH
+from hashcdc.config import ColumnConfig, TableConfig
 
 HASH_ALGORITHM_VERSION = 2
 # The first unit of each of the two XXH64 chains that make up a 128-bit hash.
@@ -125,7 +127,9 @@ def digest(units: list[Column]) -> Column:
 
 def typed_row_hash(values: dict[str, Column], columns: Iterable[ColumnConfig]) -> Column:
     """The 128-bit hash of typed values (name -> Column) of ``columns``, canonicalized here."""
-    return digest(hash_units((c.name, canonical_value(values[c.name], c.type)) for c in columns))
+    return digest(
+        hash_units((c.hash_name, canonical_value(values[c.name], c.type)) for c in columns)
+    )
 
 
 def with_hashes(frame: DataFrame, hashes: dict[str, list[ColumnConfig]]) -> DataFrame:
@@ -144,7 +148,7 @@ def with_hashes(frame: DataFrame, hashes: dict[str, list[ColumnConfig]]) -> Data
     )
 
     def row_digest(configs: list[ColumnConfig]) -> Column:
-        return digest(hash_units((c.name, F.col(_canonical_column(c.name))) for c in configs))
+        return digest(hash_units((c.hash_name, F.col(_canonical_column(c.name))) for c in configs))
 
     kept = [name for name in frame.columns if name not in hashes]
     return canonical.select(
@@ -152,13 +156,17 @@ def with_hashes(frame: DataFrame, hashes: dict[str, list[ColumnConfig]]) -> Data
     )
 
 
-def with_row_hashes(
-    frame: DataFrame,
-    key_columns: list[ColumnConfig],
-    compared_columns: list[ColumnConfig],
-) -> DataFrame:
-    """Add ``keyhash`` and ``nonkeyhash`` to a frame of typed columns."""
-    return with_hashes(frame, {"keyhash": key_columns, "nonkeyhash": compared_columns})
+def row_hashes(table: TableConfig) -> dict[str, list[ColumnConfig]]:
+    """The hashes of a table's rows -> the columns each covers.
+
+    ``keyhash`` (the key), ``nonkeyhash`` (the compared columns) and, when the table has
+    sensitive columns, ``sensitive_hash``: kept apart, so that no hash in the main tables
+    covers a sensitive value (a hash of a short value is easily reversed by trying them all).
+    """
+    hashes = {"keyhash": list(table.key_columns), "nonkeyhash": list(table.compared_columns)}
+    if table.sensitive_columns:
+        hashes[SENSITIVE_HASH] = list(table.sensitive_columns)
+    return hashes
 
 
 def _canonical_column(name: str) -> str:

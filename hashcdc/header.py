@@ -9,15 +9,19 @@ the names; parquet extracts are compared by column name.
 from __future__ import annotations
 
 import csv
+import re
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-from hashcdc.config import TableConfig
+from hashcdc.config import TableConfig, normalize_type
 from hashcdc.errors import InputDataError
 from hashcdc.hadoop import HadoopFiles
 
 MAX_REPORTED_FILES = 10
+# Rows read to infer the type of a column the config does not have.
+SAMPLE_ROWS = 1000
 
 
 def _header_fields(line: str, options: dict[str, Any]) -> list[str]:
@@ -29,54 +33,134 @@ def _header_fields(line: str, options: dict[str, Any]) -> list[str]:
     return [f.strip().lower() for f in fields]
 
 
-def header_differences(expected: list[str], actual: list[str]) -> list[str]:
-    """What differs between the configured columns and a header, in words; [] if equal."""
-    missing = [name for name in expected if name not in actual]
-    extra = [name for name in actual if name not in expected]
+def header_differences(expected: list[tuple[str, ...]], actual: list[str]) -> list[str]:
+    """What differs between the configured columns and a header, in words; [] if equal.
+
+    Each expected column is the tuple of names it may have (a renamed column: any of them).
+    """
+    missing = [names[0] for names in expected if not any(n in actual for n in names)]
+    extra = unexpected_columns(expected, actual)
     problems = []
     if missing:
         problems.append(f"missing column(s) {', '.join(missing)}")
     if extra:
         problems.append(f"extra column(s) {', '.join(extra)}")
-    if not missing and not extra and actual != expected:
+    order = [next(i for i, names in enumerate(expected) if n in names) for n in actual]
+    if not missing and not extra and order != sorted(order):
         problems.append(f"columns in another order: {', '.join(actual)}")
     return problems
 
 
-def check_header(spark: SparkSession, table: TableConfig, files: list[str]) -> None:
+def unexpected_columns(expected: list[tuple[str, ...]], actual: list[str]) -> list[str]:
+    """The extract's columns that the config does not have, in the extract's order."""
+    known = {name for names in expected for name in names}
+    return [name for name in actual if name not in known]
+
+
+def inferred_type(values: list[str]) -> str:
+    """The narrowest config type that reads every sample value (text when none does)."""
+    present = [v.strip() for v in values if v is not None and v.strip() != ""]
+    if not present:
+        return "string"
+    if all(re.fullmatch(r"[-+]?\d+", v) for v in present):
+        return "int" if all(-(2**31) <= int(v) < 2**31 for v in present) else "bigint"
+    if all(re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", v) for v in present):
+        return "double"
+    if all(v.lower() in ("true", "false") for v in present):
+        return "boolean"
+    if all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", v) for v in present):
+        return "date"
+    if all(
+        re.fullmatch(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?Z?", v) for v in present
+    ):
+        return "timestamp"
+    return "string"
+
+
+def new_columns_yaml(columns: dict[str, str], business_date: str) -> str:
+    """The lines to add under ``columns:`` for columns new in the extract of a date."""
+    return "".join(
+        f"  - name: {name}\n    type: {column_type}\n    added: '{business_date}'\n"
+        for name, column_type in columns.items()
+    )
+
+
+def _sample_csv_values(
+    spark: SparkSession, table: TableConfig, file: str, names: list[str]
+) -> dict[str, list[str]]:
+    """Up to SAMPLE_ROWS values of some columns of a CSV file, read by its header."""
+    options = table.source.csv
+    frame = (
+        spark.read.option("header", True)
+        .option("sep", options["delimiter"])
+        .option("quote", options["quote"])
+        .option("escape", options["escape"])
+        .option("encoding", options["encoding"])
+        .csv(file)
+    )
+    by_lower = {c.lower(): c for c in frame.columns}
+    rows = frame.select(*[F.col(f"`{by_lower[n]}`") for n in names]).limit(SAMPLE_ROWS).collect()
+    return {name: [row[i] for row in rows] for i, name in enumerate(names)}
+
+
+def _suggestion(columns: dict[str, str], table: TableConfig, business_date: str) -> str:
+    return (
+        f"\nColumn(s) new in the extract: {', '.join(columns)}. To load them from "
+        f"{business_date} on, add to the columns of {table.config_file} (types inferred from "
+        "the data; check them):\n" + new_columns_yaml(columns, business_date)
+    )
+
+
+def check_header(
+    spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+) -> None:
     """Refuse extracts whose header (CSV) or columns (parquet) differ from the config.
 
-    Spark's CSV reader would silently take columns by position, so a reordered header
-    would load values into the wrong columns.
+    ``table`` is the table as read on the date (:meth:`TableConfig.as_read_on`): a column
+    added later or removed earlier is not expected. Spark's CSV reader would silently take
+    columns by position, so a reordered header would load values into the wrong columns.
 
     Raises
     ------
     InputDataError
-        Listing, per file, the missing, extra or reordered columns.
+        Listing, per file, the missing, extra or reordered columns; for columns the config
+        does not have, the YAML lines that add them (with types inferred from the data).
 
     """
     # Field names compare case-insensitively, as Spark resolves columns.
-    expected = [name.lower() for name in table.source_columns]
+    expected = [tuple(n.lower() for n in names) for names, _ in table.source_fields]
     reports = []
+    new_columns: dict[str, str] = {}
     if table.source.format == "parquet":
-        actual = [name.lower() for name in spark.read.parquet(*files).columns]
+        frame = spark.read.parquet(*files)
+        actual = [name.lower() for name in frame.columns]
         differences = [d for d in header_differences(expected, actual) if "order" not in d]
         if differences:
             reports.append(f"  - {files[0]}: {'; '.join(differences)}")
+        types = {f.name.lower(): f.dataType.simpleString() for f in frame.schema.fields}
+        for name in unexpected_columns(expected, actual):
+            new_columns[name] = normalize_type(types[name]) or "string"
     elif table.source.csv["header"]:
         files_api = HadoopFiles.of(spark)
         for file in files:
             line = files_api.first_line(file, table.source.csv["encoding"])
             if not line.strip():
                 continue  # an empty file: no header, no rows
-            differences = header_differences(expected, _header_fields(line, table.source.csv))
+            actual = _header_fields(line, table.source.csv)
+            differences = header_differences(expected, actual)
             if differences:
                 reports.append(f"  - {file}: {'; '.join(differences)}")
+            extra = [n for n in unexpected_columns(expected, actual) if n not in new_columns]
+            if extra:
+                samples = _sample_csv_values(spark, table, file, extra)
+                new_columns |= {name: inferred_type(samples[name]) for name in extra}
     if reports:
+        expected_names = ", ".join(names[0] for names in expected)
         raise InputDataError(
-            f"table '{table.name}': the extract's columns differ from the columns of "
-            f"{table.config_file} ({', '.join(expected)}); nothing was written.\n"
+            f"table '{table.name}': the extract of {business_date} has other columns than "
+            f"{table.config_file} ({expected_names}); nothing was written.\n"
             + "\n".join(reports[:MAX_REPORTED_FILES])
-            + "\nFix the extract, or change the columns in the config (a column that is added "
-            "or removed changes the table's schema)."
+            + (_suggestion(new_columns, table, business_date) if new_columns else "")
+            + "\nFix the extract, or change the columns in the config "
+            "(docs/schema-evolution.md: added, removed, renamed_from, widened)."
         )

@@ -29,13 +29,15 @@ from hashcdc.columns import (
     REJECT_DETAIL_COLUMNS,
     ROW_ERRORS,
     ROW_ID,
+    SENSITIVE_HASH,
     SOURCE_FILE,
 )
 from hashcdc.config import EVENT_FORMATS, TableConfig
 from hashcdc.dates import parse_business_date
+from hashcdc.evolve import evolve_tables
 from hashcdc.extract import extract_files, read_rows
 from hashcdc.feed import PriorSnapshot, raw_events, raw_table_events, typed_events
-from hashcdc.hashing import with_row_hashes
+from hashcdc.hashing import row_hashes, with_hashes
 from hashcdc.header import check_header
 
 
@@ -132,36 +134,49 @@ def typecast_and_hash(
     table = TableConfig.from_dict(table_data)
     date = parse_business_date(business_date)
     files = extract_files(spark, table, date)
+    if schema:
+        evolve_tables(spark, schema, table)
+    # The columns the date's extract carries, with the types it is read with.
+    read = table.as_read_on(date)
     if table.is_feed:
         prior = PriorSnapshot.read(spark, state_table(schema, table), date)
-        return _stage_columns(_event_stage(spark, table, files, prior), table, date)
-    check_header(spark, table, files)
-    typed = _typed_with_errors(read_rows(spark, table, files), table)
-    hashed = with_row_hashes(typed, list(table.key_columns), list(table.compared_columns))
+        return _stage_columns(_event_stage(spark, read, files, prior, date), table, date)
+    check_header(spark, read, files, date)
+    typed = _typed_with_errors(read_rows(spark, read, files), read)
+    hashed = with_hashes(typed, row_hashes(read))
     if table.duplicates_keep_last_by:
-        hashed = _mark_superseded_duplicates(hashed, table)
+        hashed = _mark_superseded_duplicates(hashed, read)
     return _stage_columns(hashed, table, date)
 
 
 def _event_stage(
-    spark: SparkSession, table: TableConfig, files: list[str], prior: PriorSnapshot
+    spark: SparkSession, table: TableConfig, files: list[str], prior: PriorSnapshot, date: str
 ) -> DataFrame:
     """The events of a change feed, cast and hashed: one row per event (:mod:`hashcdc.feed`)."""
     if table.source.format in EVENT_FORMATS:
         raw = raw_events(spark, table, files)
     else:
-        check_header(spark, table, files)
+        check_header(spark, table, files, date)
         raw = raw_table_events(read_rows(spark, table, files), table)
     return typed_events(raw, table, values_map(table), prior)
 
 
 def _stage_columns(hashed: DataFrame, table: TableConfig, date: str) -> DataFrame:
-    """The stage's columns in order; the reject details are kept for rejected rows only."""
+    """The stage's columns in order; the reject details are kept for rejected rows only.
+
+    A column the date's extract does not carry is null; one read with its earlier type
+    (before a widening) is cast to the configured one.
+    """
     rejected = F.col(ROW_ERRORS).isNotNull()
+    present = set(hashed.columns)
     return hashed.select(
-        *[F.col(c.name) for c in table.columns],
+        *[
+            (F.col(c.name) if c.name in present else F.lit(None)).cast(c.type).alias(c.name)
+            for c in table.columns
+        ],
         "keyhash",
         "nonkeyhash",
+        *([SENSITIVE_HASH] if table.sensitive_columns else []),
         *(EVENT_COLUMNS if table.is_feed else ()),
         F.lit(date).cast("date").alias("business_date"),
         F.col(SOURCE_FILE),

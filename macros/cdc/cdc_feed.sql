@@ -1,10 +1,10 @@
-{% macro cdc_feed_state(incoming, table_name, columns, keyless=false) %}
+{% macro cdc_feed_state(incoming, table_name, columns, keyless=false, hash_column='nonkeyhash', shape_changes={}) %}
     {{ return(adapter.dispatch('cdc_feed_state', 'hashcdc')(
-        incoming, table_name, columns, keyless)) }}
+        incoming, table_name, columns, keyless, hash_column, shape_changes)) }}
 {% endmacro %}
 
 
-{% macro default__cdc_feed_state(incoming, table_name, columns, keyless) %}
+{% macro default__cdc_feed_state(incoming, table_name, columns, keyless, hash_column, shape_changes) %}
 {#- The state after a date's change events: the events not applied before (the stage's
     is_new_event), in sequence order, net per key, applied to the previous snapshot. One
     'W' row per snapshot carries the table's watermark (the greatest sequence applied so
@@ -15,13 +15,15 @@
 {%- set state_columns = columns + (['copies'] if keyless else []) -%}
 with
 
-{{ hashcdc.feed_applied_events(incoming, this if previous_date else none, previous_date, columns) }},
+{{ hashcdc.feed_applied_events(
+    incoming, this if previous_date else none, previous_date, columns, hash_column) }},
 
 previous_state as (
     {{- hashcdc._previous_snapshot(
         this if previous_date else none, previous_date, 'applied_events',
         columns + ['keyhash', 'nonkeyhash', 'event_sequence'],
-        typed_extras=dict(({'copies': 'bigint'} if keyless else {}), eff_start_date='date')) }}
+        typed_extras=dict(
+            ({'copies': 'bigint'} if keyless else {}), eff_start_date='date', seen_date='date')) }}
 ),
 
 last_truncate as (
@@ -118,6 +120,7 @@ compared as (
         previous_state.nonkeyhash as previous_nonkeyhash,
         previous_state.eff_start_date as previous_eff_start_date,
         previous_state.event_sequence as previous_event_sequence,
+        previous_state.seen_date as previous_seen_date,
         struct(
             {{ hashcdc._column_list(columns, 'previous_state', indent=12) }}
         ) as previous_row,
@@ -136,6 +139,21 @@ compared as (
     cross join last_truncate
 ),
 
+reshaped as (
+    {#- is_reshaped: the hashes differ only because the table's shape changed. #}
+    select
+        compared.*,
+        {%- if keyless %}
+        false as is_reshaped
+        {%- else %}
+        is_upsert
+        and event_nonkeyhash != previous_nonkeyhash
+        and {{ hashcdc.only_shape_differs('event_row', shape_changes, business_date) }}
+            as is_reshaped
+        {%- endif %}
+    from compared
+),
+
 operations_tagged as (
     select
         case
@@ -152,25 +170,28 @@ operations_tagged as (
             when not is_upsert and previous_keyhash is null then null
             when not is_upsert then 'D'
             when previous_keyhash is null then 'I'
-            when event_nonkeyhash != previous_nonkeyhash then 'U'
+            when event_nonkeyhash != previous_nonkeyhash and not is_reshaped then 'U'
             else 'N'
             {%- endif %}
         end as operation,
         coalesce(event_keyhash, previous_keyhash) as keyhash,
-        compared.*
-    from compared
+        reshaped.*
+    from reshaped
 ),
 
 new_state as (
     select
-        if(operation in ('I', 'U') and event_row is not null, event_row, previous_row)
-            as state_row,
+        if(
+            (operation in ('I', 'U') or is_reshaped) and event_row is not null,
+            event_row,
+            previous_row
+        ) as state_row,
         {%- if keyless %}
         if(operation = 'D', previous_copies, new_copies) as copies,
         {%- endif %}
         keyhash,
         if(
-            operation in ('I', 'U'),
+            operation in ('I', 'U') or is_reshaped,
             coalesce(event_nonkeyhash, previous_nonkeyhash),
             previous_nonkeyhash
         ) as nonkeyhash,
@@ -181,7 +202,8 @@ new_state as (
         case
             when operation = 'X' then previous_event_sequence
             else coalesce(event_sequence, truncated_at)
-        end as event_sequence
+        end as event_sequence,
+        if(operation = 'X', previous_seen_date, date'{{ business_date }}') as seen_date
     from operations_tagged
     where operation is not null
 ),
@@ -238,6 +260,7 @@ final as (
         operation,
         eff_start_date,
         event_sequence,
+        seen_date,
         date'{{ business_date }}' as business_date
     from new_state
     union all
@@ -250,6 +273,7 @@ final as (
         operation,
         null as eff_start_date,
         event_sequence,
+        null as seen_date,
         date'{{ business_date }}' as business_date
     from bookkeeping
 )
@@ -258,13 +282,13 @@ select * from final
 {% endmacro %}
 
 
-{% macro feed_applied_events(incoming, state, previous_date, columns) %}
+{% macro feed_applied_events(incoming, state, previous_date, columns, hash_column='nonkeyhash') %}
     {{ return(adapter.dispatch('feed_applied_events', 'hashcdc')(
-        incoming, state, previous_date, columns)) }}
+        incoming, state, previous_date, columns, hash_column)) }}
 {% endmacro %}
 
 
-{% macro default__feed_applied_events(incoming, state, previous_date, columns) %}
+{% macro default__feed_applied_events(incoming, state, previous_date, columns, hash_column) %}
 {#- CTEs previous_watermark, previous_applied, delivered_events and applied_events: the
     date's loaded events that no earlier date applied (is_new_event, decided by the stage
     against the previous snapshot's W and A rows), each once (a file delivered twice, or an
@@ -286,7 +310,7 @@ delivered_events as (
     select
         {{ hashcdc._column_list(columns) }},
         keyhash,
-        nonkeyhash,
+        {{ hash_column }} as nonkeyhash,
         before_keyhash,
         event_op,
         event_sequence,

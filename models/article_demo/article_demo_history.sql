@@ -5,7 +5,7 @@
         incremental_strategy='insert_overwrite',
         partition_by=['business_date'],
         full_refresh=false,
-        pre_hook="{{ hashcdc.clear_business_date_partition(this) }}"
+        pre_hook="{{ hashcdc.clear_business_date_partition(this) }}",
     )
 }}
 

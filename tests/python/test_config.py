@@ -222,7 +222,13 @@ def test_csv_feeds_need_an_operation_column_and_their_own_sequence_columns() -> 
         )
     )
     assert problems == []
-    assert config.source_columns == ["id", "name", "changed_at", "op", "seq"]
+    assert [names[0] for names, _ in config.source_fields] == [
+        "id",
+        "name",
+        "changed_at",
+        "op",
+        "seq",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -326,8 +332,7 @@ def test_source_names_are_the_header_of_a_csv_extract() -> None:
     text = text.replace("source_name: K1", "source_name: K1, type: string")
     config, problems = parse(text, "tables/synthetic_cdc_data.yml")
     assert problems == []
-    assert config.source_columns[:2] == ["K1", "k2"]
-    assert config.source_fields[0] == ("K1", "k1")
+    assert config.source_fields[:2] == [(("K1",), "k1"), (("k2",), "k2")]
 
 
 def test_a_sequence_field_may_be_missing_from_some_events() -> None:

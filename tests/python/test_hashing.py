@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 )
 
 from hashcdc.config import ColumnConfig
-from hashcdc.hashing import HASH_ALGORITHM_VERSION, HASH_LANES, with_row_hashes
+from hashcdc.hashing import HASH_ALGORITHM_VERSION, HASH_LANES, with_hashes
 
 SPARK_TYPES = {
     "string": StringType(),
@@ -73,7 +73,7 @@ def reference_hash(units: list[tuple[str, Any]]) -> str:
 
 def hashed_hex(frame: Any, configs: list[ColumnConfig]) -> str:
     """The nonkeyhash the stage computes for the frame's first row, as lower-case hex."""
-    return bytes(with_row_hashes(frame, [], configs).first()["nonkeyhash"]).hex()
+    return bytes(with_hashes(frame, {"nonkeyhash": configs}).first()["nonkeyhash"]).hex()
 
 
 def spark_hash(spark: Any, columns: list[tuple[str, str]], values: list[Any]) -> str:

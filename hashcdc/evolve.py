@@ -1,0 +1,261 @@
+"""Tables that follow the config: columns added, renamed and widened before a date is run.
+
+The config is the contract; the tables follow it (docs/schema-evolution.md). The stage of
+a table calls :func:`evolve_tables` before it reads anything, so every model of the date
+finds its tables in the config's shape:
+
+* a column the tables lack is added (``ALTER TABLE ... ADD COLUMNS``: metadata only;
+  older files read it as null), also hashcdc's own columns a release adds (``seen_date``);
+* a renamed column, a widened type and a column added to the changelog's images need
+  the table rewritten, since Spark cannot change a column's name or type in place (for
+  tables other than Delta's): the table is copied with the new shape beside it and
+  swapped in by two renames. A run killed half-way leaves either the old table or the new
+  one complete, and the next run finishes or discards the copy (:func:`_finish_rewrite`);
+* a narrowing or an incompatible change, or a sensitive column still stored in a main
+  table, is refused before anything is written, saying what to do.
+
+Columns are never dropped: a column ``removed`` from the source stays in every table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
+
+from hashcdc.config import ColumnConfig, TableConfig, type_change_problem
+from hashcdc.errors import ConfigError
+
+# hashcdc's own columns a table kind carries besides the configured ones (name -> type),
+# added to tables written by an earlier release.
+STATE_OWN_COLUMNS = {"seen_date": "date"}
+# The changelog's struct columns holding a row's image.
+IMAGE_COLUMNS = ("before_image", "after_image")
+# The changelog's list of the names of the columns a change touched.
+CHANGED_COLUMNS = "changed_columns"
+REWRITE_SUFFIX = "__hashcdc_rewrite"
+RETIRED_SUFFIX = "__hashcdc_retired"
+# Table properties that are hashcdc's (copied by a rewrite); Spark's own are not.
+OWN_PROPERTY_PREFIX = "hashcdc."
+
+
+@dataclass(frozen=True)
+class PersistedTable:
+    """A table a table config's models write, and the configured columns it holds."""
+
+    name: str
+    columns: tuple[ColumnConfig, ...]
+    own_columns: dict[str, str]
+    has_images: bool = False
+
+
+def persisted_tables(schema: str, table: TableConfig) -> list[PersistedTable]:
+    """The tables (not views) that hold a table's rows, in the schema of its models."""
+    main, sensitive = table.main_columns, table.sensitive_columns
+    tables = [
+        PersistedTable(f"{schema}.{table.name}_state", main, STATE_OWN_COLUMNS),
+        PersistedTable(f"{schema}.{table.name}_history", main, {}),
+        PersistedTable(f"{schema}.{table.name}_changelog", main, {}, has_images=True),
+    ]
+    if sensitive:
+        tables += [
+            PersistedTable(f"{schema}.{table.name}_sensitive_state", sensitive, STATE_OWN_COLUMNS),
+            PersistedTable(f"{schema}.{table.name}_sensitive_history", sensitive, {}),
+        ]
+    return tables
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one table needs: columns to add, and a select list when it must be rewritten."""
+
+    table: str
+    added: dict[str, str]
+    rewrite: list[str] | None
+
+
+def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
+    """Bring a table's existing tables to the config's shape (see the module doc).
+
+    Raises
+    ------
+    ConfigError
+        When a column's type would narrow or change incompatibly, or a sensitive column
+        is stored in a main table; nothing is changed then.
+
+    """
+    plans, problems = [], []
+    for persisted in persisted_tables(schema, table):
+        _finish_rewrite(spark, persisted.name)
+        if not spark.catalog.tableExists(persisted.name):
+            continue
+        plan = _plan(spark.table(persisted.name).schema, persisted, table, problems)
+        if plan.added or plan.rewrite:
+            plans.append(plan)
+    if problems:
+        raise ConfigError(
+            f"table '{table.name}': the config ({table.config_file}) cannot be applied to its "
+            "tables; nothing was written:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+    for plan in plans:
+        # The rewrite copies the columns the table has; the new ones are added after it.
+        if plan.rewrite:
+            _rewrite(spark, plan.table, plan.rewrite)
+        if plan.added:
+            columns = ", ".join(f"`{name}` {data_type}" for name, data_type in plan.added.items())
+            spark.sql(f"alter table {plan.table} add columns ({columns})")
+
+
+def _plan(
+    existing: StructType, persisted: PersistedTable, table: TableConfig, problems: list[str]
+) -> _Plan:
+    """Compare a table's schema with the config: additions, and a rewrite when needed."""
+    current = {f.name: f.dataType for f in existing.fields}
+    where = persisted.name
+    for column in table.sensitive_columns:
+        if column.name in current and column not in persisted.columns:
+            problems.append(
+                f"{where} holds column '{column.name}', now marked sensitive: sensitive values "
+                "are never kept in the main tables. Drop the table's relations and rebuild "
+                "them with `hashcdc replay` from the first date (or keep the column "
+                "non-sensitive)."
+            )
+    renamed = _renames(persisted.columns, current)
+    wanted = {c.name: c.type for c in persisted.columns}
+    select, needs_rewrite = [], bool(renamed)
+    image_renames: dict[str, str] = {}
+    for name, data_type in current.items():
+        new_name = renamed.get(name, name)
+        target = wanted.get(new_name)
+        if persisted.has_images and name in IMAGE_COLUMNS and isinstance(data_type, StructType):
+            image = _image_expression(name, data_type, persisted.columns, where, problems)
+            needs_rewrite |= image != f"`{name}`"
+            select.append(image)
+            image_renames |= _renames(persisted.columns, {f.name: f for f in data_type.fields})
+        elif persisted.has_images and name == CHANGED_COLUMNS:
+            select.append(name)  # replaced below once the images' renames are known
+        elif target is not None and data_type.simpleString() != target:
+            problem = type_change_problem(data_type.simpleString(), target)
+            if problem:
+                problems.append(_type_problem(where, new_name, problem))
+            select.append(f"cast(`{name}` as {target}) as `{new_name}`")
+            needs_rewrite = True
+        else:
+            select.append(f"`{name}` as `{new_name}`" if name != new_name else f"`{name}`")
+    if image_renames and CHANGED_COLUMNS in select:
+        # The names listed as changed follow the rename too.
+        cases = " ".join(f"when '{old}' then '{new}'" for old, new in image_renames.items())
+        select[select.index(CHANGED_COLUMNS)] = (
+            f"transform(`{CHANGED_COLUMNS}`, name -> case name {cases} else name end) "
+            f"as `{CHANGED_COLUMNS}`"
+        )
+    elif CHANGED_COLUMNS in select:
+        select[select.index(CHANGED_COLUMNS)] = f"`{CHANGED_COLUMNS}`"
+    present = {renamed.get(name, name) for name in current}
+    added = (
+        {}
+        if persisted.has_images
+        else {name: data_type for name, data_type in wanted.items() if name not in present}
+    )
+    added |= {name: t for name, t in persisted.own_columns.items() if name not in current}
+    return _Plan(persisted.name, added, select if needs_rewrite else None)
+
+
+def _renames(columns: tuple[ColumnConfig, ...], current: dict[str, Any]) -> dict[str, str]:
+    """Old name -> new name, for renamed columns the table still has under an old name."""
+    renames = {}
+    for column in columns:
+        if column.name in current:
+            continue
+        for old in reversed(column.renamed_from):
+            if old in current:
+                renames[old] = column.name
+                break
+    return renames
+
+
+def _type_problem(where: str, column: str, problem: str) -> str:
+    return (
+        f"{where}: column '{column}': {problem}. Add a new column instead (and mark this one "
+        "removed), or drop the table's relations and rebuild them with `hashcdc replay` from "
+        "the first date"
+    )
+
+
+def _image_expression(
+    name: str,
+    image: StructType,
+    columns: tuple[ColumnConfig, ...],
+    where: str,
+    problems: list[str],
+) -> str:
+    """The select expression of a changelog image in the config's shape (or the column)."""
+    fields = {f.name: f.dataType.simpleString() for f in image.fields}
+    wanted = [(c.name, c.type) for c in columns]
+    if [(f.name, f.dataType.simpleString()) for f in image.fields] == wanted:
+        return f"`{name}`"
+    parts = []
+    for column in columns:
+        source = column.name if column.name in fields else None
+        source = source or next((o for o in column.renamed_from if o in fields), None)
+        if source is None:
+            value = f"cast(null as {column.type})"
+        else:
+            problem = type_change_problem(fields[source], column.type)
+            if problem:
+                problems.append(_type_problem(where, column.name, problem))
+            value = f"cast(`{name}`.`{source}` as {column.type})"
+        parts.append(f"'{column.name}', {value}")
+    # A null image (an insert's before image) stays null.
+    return f"if(`{name}` is null, null, named_struct({', '.join(parts)})) as `{name}`"
+
+
+def _rewrite(spark: SparkSession, table: str, select: list[str]) -> None:
+    """Copy a table with a new select list beside it, then swap it in (crash-safe)."""
+    copy, retired = table + REWRITE_SUFFIX, table + RETIRED_SUFFIX
+    catalog_columns = spark.catalog.listColumns(table)
+    partitions = [c.name for c in catalog_columns if c.isPartition]
+    buckets = [c.name for c in catalog_columns if c.isBucket]
+    details = {row[0]: row[1] for row in spark.sql(f"describe table extended {table}").collect()}
+    properties = {
+        row[0]: row[1]
+        for row in spark.sql(f"show tblproperties {table}").collect()
+        if row[0].startswith(OWN_PROPERTY_PREFIX)
+    }
+    clauses = ["using parquet"]
+    if partitions:
+        clauses.append(f"partitioned by ({', '.join(partitions)})")
+    if buckets:
+        clauses.append(f"clustered by ({', '.join(buckets)}) into {details['Num Buckets']} buckets")
+    if properties:
+        listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+        clauses.append(f"tblproperties ({listed})")
+    # Partition columns come last in the copy, as Spark lays out a partitioned table.
+    data = [s for s in select if not any(s == f"`{p}`" for p in partitions)]
+    columns = ", ".join(data + [f"`{p}`" for p in partitions])
+    spark.sql(f"create table {copy} {' '.join(clauses)} as select {columns} from {table}")
+    spark.sql(f"alter table {table} rename to {retired}")
+    spark.sql(f"alter table {copy} rename to {table}")
+    spark.sql(f"drop table {retired}")
+
+
+def _finish_rewrite(spark: SparkSession, table: str) -> None:
+    """Complete or discard a rewrite a killed run left half-way.
+
+    The copy is complete only once the original has been renamed aside: then the swap is
+    finished; before that, the copy may be partial and is dropped.
+    """
+    copy, retired = table + REWRITE_SUFFIX, table + RETIRED_SUFFIX
+    exists = spark.catalog.tableExists
+    if exists(retired):
+        if not exists(table):
+            if exists(copy):
+                spark.sql(f"alter table {copy} rename to {table}")
+            else:
+                spark.sql(f"alter table {retired} rename to {table}")
+                return
+        spark.sql(f"drop table {retired}")
+    if exists(copy):
+        spark.sql(f"drop table {copy}")
