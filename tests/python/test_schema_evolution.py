@@ -12,8 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import pytest
-from feed_events import create, delete, feed_config, json_lines, update
+from feed_events import Event, create, delete, feed_config, json_lines, update
 
 from hashcdc.cli import main
 
@@ -102,19 +101,46 @@ def full_config(name: str, business_date: str, extract_type: str = "full") -> di
     }
 
 
-def write_extract(
-    project: Any, name: str, business_date: str, ids: list[int] | None = None
-) -> None:
+FIELDS = ["id", "name", "qty", "price", "code", "email"]
+
+
+def source_values(business_date: str, row: tuple) -> dict[str, Any]:
+    """A row as the source has it on a date: only the fields it carries, by their names."""
+    values = dict(zip(FIELDS, row, strict=True))
+    values["old_code"] = values["code"]
+    return {column: values[column] for column in header_on(business_date)}
+
+
+def write_extract(project: Any, name: str, business_date: str, rows: list[tuple]) -> None:
     header = header_on(business_date)
-    fields = ["id", "name", "qty", "price", "code", "email"]
-    rows = []
-    for row in ROWS[business_date]:
-        if ids is not None and row[0] not in ids:
-            continue
-        values = dict(zip(fields, row, strict=True))
-        values["old_code"] = values["code"]
-        rows.append([values[column] for column in header])
-    project.write_csv(f"landing/{name}/{business_date}.csv", header, rows)
+    values = [list(source_values(business_date, row).values()) for row in rows]
+    project.write_csv(f"landing/{name}/{business_date}.csv", header, values)
+
+
+def run_dates(
+    project: Any,
+    name: str,
+    config: Any,
+    deliver: Any,
+    expected_updates: dict[str, list[int]],
+    expected_counts: dict[str, dict[str, int]],
+) -> None:
+    """Run the four dates as a user would, editing the config before each; check each."""
+    for business_date in DATES:
+        project.add_table(config(name, business_date))
+        deliver(project, name, business_date)
+        assert cli(project, "run", "--date", business_date, "--select", name) == 0, business_date
+        assert updated_ids(project, name, business_date) == expected_updates[business_date]
+        assert counts(project, name, business_date) == expected_counts[business_date]
+
+
+def assert_replay_rebuilds(project: Any, name: str, *relations: str) -> None:
+    """Replaying every date with the final config gives the tables of the forward run."""
+    forward = snapshot(project, name, *relations)
+    assert cli(project, "replay", "--from", DATES[0], "--select", name) == 0
+    replayed = snapshot(project, name, *relations)
+    for relation, rows in forward.items():
+        assert set(replayed[relation]) ^ set(rows) == set(), relation
 
 
 def counts(project: Any, name: str, business_date: str) -> dict[str, int]:
@@ -148,12 +174,11 @@ def column_types(project: Any, relation: str) -> dict[str, str]:
 
 def test_a_full_table_changes_shape_without_spurious_updates(project: Any) -> None:
     name = "evolving_full"
-    for business_date in DATES:
-        project.add_table(full_config(name, business_date))
-        write_extract(project, name, business_date)
-        assert cli(project, "run", "--date", business_date, "--select", name) == 0, business_date
-        assert updated_ids(project, name, business_date) == EXPECTED_UPDATES[business_date]
-        assert counts(project, name, business_date) == EXPECTED_COUNTS[business_date]
+
+    def deliver(project: Any, name: str, business_date: str) -> None:
+        write_extract(project, name, business_date, ROWS[business_date])
+
+    run_dates(project, name, full_config, deliver, EXPECTED_UPDATES, EXPECTED_COUNTS)
 
     # Every table follows the config: new and renamed columns, widened types, and the
     # removed column kept.
@@ -182,9 +207,94 @@ def test_a_full_table_changes_shape_without_spurious_updates(project: Any) -> No
     ]
     assert abs(next(r["price"] for r in first if r["id"] == 1) - 0.1) < 1e-6
 
-    # Replaying every date with the final config rebuilds the same tables.
-    forward = snapshot(project, name, "history", "current", "changelog")
-    assert cli(project, "replay", "--from", DATES[0], "--select", name) == 0
-    replayed = snapshot(project, name, "history", "current", "changelog")
-    for relation, rows in forward.items():
-        assert set(replayed[relation]) ^ set(rows) == set(), relation
+    assert_replay_rebuilds(project, name, "history", "current", "changelog")
+
+
+def delta_config(name: str, business_date: str) -> dict[str, Any]:
+    return full_config(name, business_date, extract_type="delta")
+
+
+# A delta carries some keys only: id 2 is seen on the second date and not again until the
+# fourth, after the column was added: its first email alone is no update either.
+DELTA_IDS = {DATES[0]: [1, 2, 3], DATES[1]: [2], DATES[2]: [1, 3], DATES[3]: [2, 4]}
+
+
+def test_a_delta_table_keeps_versions_seen_before_the_change(project: Any) -> None:
+    name = "evolving_delta"
+
+    def deliver(project: Any, name: str, business_date: str) -> None:
+        rows = [r for r in ROWS[business_date] if r[0] in DELTA_IDS[business_date]]
+        if business_date == DATES[3]:
+            rows = [(2, None, 2, 0.2, "B", "bo@x"), (4, None, 4, 0.4, "D", "d@x")]
+        write_extract(project, name, business_date, rows)
+
+    updates = {DATES[0]: [], DATES[1]: [2], DATES[2]: [3], DATES[3]: []}
+    expected = {
+        DATES[0]: {"I": 3},
+        DATES[1]: {"U": 1, "X": 2},
+        DATES[2]: {"U": 1, "N": 1, "X": 1},
+        DATES[3]: {"N": 1, "I": 1, "X": 2},
+    }
+    run_dates(project, name, delta_config, deliver, updates, expected)
+    current = {r["id"]: r for r in project.rows(f"select * from {name}_current")}
+    assert current[2]["email"] == "bo@x" and str(current[2]["eff_start_date"]) == DATES[1]
+    # id 3 was last supplied on the third date: its name stays as supplied then.
+    assert current[3]["name"] == "cyd" and current[3]["email"] == "cy@x"
+    assert_replay_rebuilds(project, name, "history", "current")
+
+
+def feed_config_on(name: str, business_date: str) -> dict[str, Any]:
+    return feed_config(name, columns_on(business_date))
+
+
+def event_image(business_date: str, row: tuple) -> dict[str, Any]:
+    return source_values(business_date, row)
+
+
+def feed_events(business_date: str) -> list[Event]:
+    """The date's change events; each image carries the fields the source has that day."""
+    day = DATES.index(business_date)
+    rows = {r[0]: r for r in ROWS[business_date]}
+
+    def image(key: int) -> dict[str, Any]:
+        return event_image(business_date, rows[key])
+
+    def upsert(lsn: int, key: int) -> Event:
+        return update(lsn, {"id": key}, **image(key))
+
+    if day == 0:
+        return [create(10 + key, **image(key)) for key in (1, 2, 3)]
+    if day == 1:
+        return [upsert(20, 2)]
+    if day == 2:
+        return [upsert(30, 1), upsert(31, 3)]
+    fourth = {2: (2, None, 2, 0.2, "B", "bo@x"), 4: (4, None, 4, 0.4, "D", "d@x")}
+    return [
+        update(40, {"id": 2}, **event_image(business_date, fourth[2])),
+        create(41, **event_image(business_date, fourth[4])),
+        delete(42, id=3),
+    ]
+
+
+def test_a_change_feed_applies_events_of_every_shape(project: Any) -> None:
+    name = "evolving_feed"
+
+    def deliver(project: Any, name: str, business_date: str) -> None:
+        events = json_lines(feed_events(business_date))
+        project.write_text(f"landing/{name}/{business_date}/events.json", events)
+
+    updates = {DATES[0]: [], DATES[1]: [2], DATES[2]: [3], DATES[3]: []}
+    expected = {
+        DATES[0]: {"I": 3, "W": 1, "A": 1},
+        DATES[1]: {"U": 1, "X": 2, "W": 1, "A": 1},
+        DATES[2]: {"U": 1, "N": 1, "X": 1, "W": 1, "A": 1},
+        DATES[3]: {"N": 1, "I": 1, "D": 1, "X": 1, "W": 1, "A": 1},
+    }
+    run_dates(project, name, feed_config_on, deliver, updates, expected)
+    types = column_types(project, f"{name}_state")
+    assert types["qty"] == "bigint" and types["price"] == "double" and "code" in types
+    current = {r["id"]: r for r in project.rows(f"select * from {name}_current")}
+    assert sorted(current) == [1, 2, 4]
+    assert current[1]["email"] == "ann@x" and str(current[1]["eff_start_date"]) == DATES[0]
+    assert current[2]["email"] == "bo@x" and str(current[2]["eff_start_date"]) == DATES[1]
+    assert_replay_rebuilds(project, name, "history", "current")
