@@ -25,6 +25,8 @@ from hashcdc.config import ColumnConfig, TableConfig
 
 # What the rejects show instead of a sensitive column's value.
 SENSITIVE_MASK = "(sensitive value)"
+# ... and instead of a malformed line of a table with sensitive columns.
+SENSITIVE_LINE_MASK = "(line withheld: the table has sensitive columns)"
 _EPOCH_UNITS = {"epoch_seconds": 1, "epoch_millis": 1_000, "epoch_micros": 1_000_000}
 KAFKA_DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"

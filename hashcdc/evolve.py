@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from hashcdc.config import ColumnConfig, TableConfig, type_change_problem
-from hashcdc.errors import ConfigError
+from hashcdc.errors import ConfigError, HashcdcError
 
 # hashcdc's own columns a table kind carries besides the configured ones (name -> type),
 # added to tables written by an earlier release.
@@ -86,14 +86,23 @@ def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
         is stored in a main table; nothing is changed then.
 
     """
-    plans, problems = [], []
+    plans, problems, restored = [], [], []
     for persisted in persisted_tables(schema, table):
-        _finish_rewrite(spark, persisted.name)
+        if _finish_rewrite(spark, persisted.name):
+            restored.append(persisted.name)
         if not spark.catalog.tableExists(persisted.name):
             continue
         plan = _plan(spark.table(persisted.name).schema, persisted, table, problems)
         if plan.added or plan.rewrite:
             plans.append(plan)
+    if restored:
+        # dbt listed the schema's tables when the run started, without these: its models
+        # would try to create them. The next run sees them.
+        raise HashcdcError(
+            f"table '{table.name}': a run was killed while {', '.join(restored)} was being "
+            "rewritten for a schema change; the table is complete again and nothing else "
+            "was written. Run the date again."
+        )
     if problems:
         raise ConfigError(
             f"table '{table.name}': the config ({table.config_file}) cannot be applied to its "
@@ -241,21 +250,25 @@ def _rewrite(spark: SparkSession, table: str, select: list[str]) -> None:
     spark.sql(f"drop table {retired}")
 
 
-def _finish_rewrite(spark: SparkSession, table: str) -> None:
+def _finish_rewrite(spark: SparkSession, table: str) -> bool:
     """Complete or discard a rewrite a killed run left half-way.
 
     The copy is complete only once the original has been renamed aside: then the swap is
-    finished; before that, the copy may be partial and is dropped.
+    finished; before that, the copy may be partial and is dropped. Returns whether the
+    table had to be put back under its name.
     """
     copy, retired = table + REWRITE_SUFFIX, table + RETIRED_SUFFIX
     exists = spark.catalog.tableExists
+    put_back = False
     if exists(retired):
         if not exists(table):
+            put_back = True
             if exists(copy):
                 spark.sql(f"alter table {copy} rename to {table}")
             else:
                 spark.sql(f"alter table {retired} rename to {table}")
-                return
+                return put_back
         spark.sql(f"drop table {retired}")
     if exists(copy):
         spark.sql(f"drop table {copy}")
+    return put_back

@@ -17,6 +17,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig, normalize_type
 from hashcdc.errors import InputDataError
+from hashcdc.extract import LINE_COLUMN, read_event_lines
 from hashcdc.hadoop import HadoopFiles
 
 MAX_REPORTED_FILES = 10
@@ -45,9 +46,10 @@ def header_differences(expected: list[tuple[str, ...]], actual: list[str]) -> li
         problems.append(f"missing column(s) {', '.join(missing)}")
     if extra:
         problems.append(f"extra column(s) {', '.join(extra)}")
-    order = [next(i for i, names in enumerate(expected) if n in names) for n in actual]
-    if not missing and not extra and order != sorted(order):
-        problems.append(f"columns in another order: {', '.join(actual)}")
+    if not missing and not extra:
+        order = [next(i for i, names in enumerate(expected) if n in names) for n in actual]
+        if order != sorted(order):
+            problems.append(f"columns in another order: {', '.join(actual)}")
     return problems
 
 
@@ -109,6 +111,44 @@ def _suggestion(columns: dict[str, str], table: TableConfig, business_date: str)
         f"{business_date} on, add to the columns of {table.config_file} (types inferred from "
         "the data; check them):\n" + new_columns_yaml(columns, business_date)
     )
+
+
+def report_new_event_fields(
+    spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+) -> None:
+    """Name the fields of a JSON feed's row images that the config does not have.
+
+    Events are loaded whatever other fields they carry, so this is a notice, not a refusal:
+    it shows the YAML lines that would load them, with types inferred from a sample.
+    """
+    lines = read_event_lines(spark, files).limit(SAMPLE_ROWS)
+    line = F.col(LINE_COLUMN)
+    if table.source.format == "debezium":
+        paths = ["$.payload.after", "$.after", "$.payload.before", "$.before"]
+    else:
+        paths = ["$.payload"]
+    image = F.coalesce(*[F.get_json_object(line, path) for path in paths], line)
+    images = lines.select(image.alias("image")).where(F.col("image").startswith("{")).cache()
+    keys = images.select(F.explode(F.json_object_keys("image")).alias("key")).distinct()
+    known = {name.lower() for c in table.columns for name in c.source_fields}
+    known |= {f.field.lower() for f in table.changes.sequence_by} if table.changes else set()
+    new = sorted(
+        row["key"]
+        for row in keys.collect()
+        if row["key"].lower() not in known and not row["key"].startswith("__")
+    )
+    if new:
+        samples = images.select(
+            *[F.get_json_object("image", f"$['{key}']").alias(key) for key in new]
+        ).collect()
+        columns = {key: inferred_type([row[key] for row in samples]) for key in new}
+        print(
+            f"hashcdc: table '{table.name}', business date {business_date}: the events carry "
+            f"field(s) that {table.config_file} does not have, and they are not loaded: "
+            f"{', '.join(new)}.{_suggestion(columns, table, business_date)}",
+            flush=True,
+        )
+    images.unpersist()
 
 
 def check_header(

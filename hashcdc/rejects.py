@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
+from hashcdc.casting import SENSITIVE_LINE_MASK
 from hashcdc.columns import (
     BLOCK_START,
     RAW_LINE,
@@ -98,13 +99,18 @@ def rejected_rows(
     if rejected.isEmpty():
         return spark.createDataFrame([], REJECTS_SCHEMA)
     numbered = with_row_numbers(spark, table, date, rejected)
+    # A malformed line may hold sensitive values in any field: its file and line number say
+    # where to look.
+    raw_line = F.col(RAW_LINE)
+    if table.sensitive_columns:
+        raw_line = F.when(raw_line.isNotNull(), F.lit(SENSITIVE_LINE_MASK))
     return numbered.select(
         F.col(SOURCE_FILE).alias("source_file"),
         F.col("_row_number").alias("row_number"),
         F.col("_line_number").alias("line_number"),
         F.col(ROW_ERRORS).alias("reasons"),
         F.col(RAW_VALUES).alias("raw_values"),
-        F.col(RAW_LINE).alias("raw_line"),
+        raw_line.alias("raw_line"),
         "keyhash",
         F.lit(date).cast("date").alias("business_date"),
     )

@@ -38,7 +38,7 @@ from hashcdc.evolve import evolve_tables
 from hashcdc.extract import extract_files, read_rows
 from hashcdc.feed import PriorSnapshot, raw_events, raw_table_events, typed_events
 from hashcdc.hashing import row_hashes, with_hashes
-from hashcdc.header import check_header
+from hashcdc.header import check_header, report_new_event_fields
 
 
 def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
@@ -139,6 +139,8 @@ def typecast_and_hash(
     # The columns the date's extract carries, with the types it is read with.
     read = table.as_read_on(date)
     if table.is_feed:
+        if table.source.format in EVENT_FORMATS:
+            report_new_event_fields(spark, table, files, date)
         prior = PriorSnapshot.read(spark, state_table(schema, table), date)
         return _stage_columns(_event_stage(spark, read, files, prior, date), table, date)
     check_header(spark, read, files, date)

@@ -10,6 +10,8 @@ and a replay of all four dates with the final config rebuilds the same tables.
 from __future__ import annotations
 
 import copy
+import re
+from pathlib import Path
 from typing import Any
 
 from feed_events import Event, create, delete, feed_config, json_lines, update
@@ -298,3 +300,175 @@ def test_a_change_feed_applies_events_of_every_shape(project: Any) -> None:
     assert current[1]["email"] == "ann@x" and str(current[1]["eff_start_date"]) == DATES[0]
     assert current[2]["email"] == "bo@x" and str(current[2]["eff_start_date"]) == DATES[1]
     assert_replay_rebuilds(project, name, "history", "current")
+
+
+def simple_config(name: str, columns: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "extract_type": "full",
+        "source": {"path": f"landing/{name}/{{business_date}}.csv"},
+        "columns": columns,
+        **extra,
+    }
+
+
+def has_yaml_lines(out: str, column: str, column_type: str) -> bool:
+    """Whether the message shows a new column's YAML (dbt indents an error's lines)."""
+    lines = rf"- name: {column}\n *type: {column_type}\n *added: '{DATES[0]}'\n"
+    return re.search(lines, out) is not None
+
+
+def test_new_extract_columns_are_named_with_the_yaml_that_adds_them(
+    project: Any, capsys: Any
+) -> None:
+    name = "grown"
+    project.add_table(simple_config(name, BEFORE[:2]))
+    header = ["id", "name", "email", "score", "joined"]
+    rows = [[1, "ann", "ann@x", 7, "2024-01-05"], [2, "bob", None, 12, "2024-02-01"]]
+    project.write_csv(f"landing/{name}/{DATES[0]}.csv", header, rows)
+    assert cli(project, "run", "--date", DATES[0], "--select", name) != 0
+    out = capsys.readouterr().out
+    assert "extra column(s) email, score, joined" in out
+    for column, column_type in (("email", "string"), ("score", "int"), ("joined", "date")):
+        assert has_yaml_lines(out, column, column_type)
+    assert "nothing was written" in out
+    assert not project.spark.catalog.tableExists(f"{name}_state")
+
+    # A change feed loads its events, and names the fields it does not load.
+    feed = "grown_feed"
+    project.add_table(feed_config(feed, BEFORE[:2]))
+    events = [create(1, id=1, name="ann", email="ann@x", score=2.5)]
+    project.write_text(f"landing/{feed}/{DATES[0]}/events.json", json_lines(events))
+    assert cli(project, "run", "--date", DATES[0], "--select", feed) == 0
+    out = capsys.readouterr().out
+    assert "not loaded: email, score" in out
+    assert has_yaml_lines(out, "score", "double")
+
+
+def test_narrowing_is_refused_and_a_killed_rewrite_is_finished(project: Any, capsys: Any) -> None:
+    name = "narrowed"
+    columns = [{"name": "id", "type": "int", "key": True}, {"name": "qty", "type": "bigint"}]
+    project.add_table(simple_config(name, columns, changelog=True))
+    for business_date in DATES[:2]:
+        project.write_csv(f"landing/{name}/{business_date}.csv", ["id", "qty"], [[1, 5], [2, 6]])
+    assert cli(project, "run", "--date", DATES[0], "--select", name) == 0
+
+    project.add_table(simple_config(name, [columns[0], {"name": "qty", "type": "int"}]))
+    capsys.readouterr()
+    assert cli(project, "run", "--date", DATES[1], "--select", name) != 0
+    out = capsys.readouterr().out
+    assert f"hashcdc.{name}_state: column 'qty': bigint to int narrows the column" in out
+    assert "Add a new column instead" in out and "nothing was written" in out
+    assert column_types(project, f"{name}_state")["qty"] == "bigint"
+    assert [
+        r["d"] for r in project.rows(f"select distinct string(business_date) d from {name}_state")
+    ] == [DATES[0]]
+
+    # A run killed while rewriting the state for a widening: the state renamed aside and
+    # its copy complete; and a partial copy of the history. The next run finishes both.
+    state, history = f"hashcdc.{name}_state", f"hashcdc.{name}_history"
+    spark = project.spark
+    spark.sql(f"alter table {state} rename to {state}__hashcdc_retired")
+    spark.sql(
+        f"create table {state}__hashcdc_rewrite using parquet partitioned by (business_date) "
+        f"tblproperties ('hashcdc.hash_version' = '2') "
+        f"as select * from {state}__hashcdc_retired"
+    )
+    spark.sql(f"create table {history}__hashcdc_rewrite as select * from {history} where false")
+    project.add_table(
+        simple_config(
+            name, [{"name": "id", "type": "bigint", "key": True}, columns[1]], changelog=True
+        )
+    )
+    capsys.readouterr()
+    assert cli(project, "run", "--date", DATES[1], "--select", name) != 0
+    assert f"a run was killed while {state} was being rewritten" in capsys.readouterr().out
+    assert cli(project, "run", "--date", DATES[1], "--select", name) == 0
+    for leftover in (
+        "_state__hashcdc_retired",
+        "_state__hashcdc_rewrite",
+        "_history__hashcdc_rewrite",
+    ):
+        assert not spark.catalog.tableExists(f"hashcdc.{name}{leftover}")
+    assert column_types(project, f"{name}_state")["id"] == "bigint"
+    assert counts(project, name, DATES[1]) == {"N": 2}
+    assert counts(project, name, DATES[0]) == {"I": 2}
+
+
+def test_a_new_columns_first_values_can_count_as_updates(project: Any) -> None:
+    name = "added_as_update"
+    columns = [{"name": "id", "type": "int", "key": True}, {"name": "name", "type": "string"}]
+    project.add_table(simple_config(name, columns))
+    project.write_csv(f"landing/{name}/{DATES[0]}.csv", ["id", "name"], [[1, "a"], [2, "b"]])
+    assert cli(project, "run", "--date", DATES[0], "--select", name) == 0
+    email = {"name": "email", "type": "string", "added": DATES[1], "added_as_update": True}
+    project.add_table(simple_config(name, [*columns, email]))
+    rows = [[1, "a", "a@x"], [2, "b", None]]
+    project.write_csv(f"landing/{name}/{DATES[1]}.csv", ["id", "name", "email"], rows)
+    assert cli(project, "run", "--date", DATES[1], "--select", name) == 0
+    assert updated_ids(project, name, DATES[1]) == [1]
+    assert counts(project, name, DATES[1]) == {"U": 1, "N": 1}
+
+
+SECRETS = {1: ("SSN-111-11-1111", "1970-01-01"), 2: ("SSN-222-22-2222", "1980-02-02")}
+NEW_SECRET = "SSN-999-99-9999"
+
+
+def test_sensitive_columns_live_only_in_the_sensitive_tables(project: Any) -> None:
+    name = "people"
+    columns = [
+        {"name": "id", "type": "int", "key": True},
+        {"name": "city", "type": "string"},
+        {"name": "ssn", "type": "string", "sensitive": True},
+        {"name": "birth_date", "type": "date", "sensitive": True},
+    ]
+    project.add_table(simple_config(name, columns, changelog=True, max_rejects=2))
+    header = ["id", "city", "ssn", "birth_date"]
+    first = [[key, "Oslo", *secret] for key, secret in SECRETS.items()]
+    # id 1's ssn changes and id 2 moves; a row with a bad date is rejected.
+    second = [[1, "Oslo", NEW_SECRET, SECRETS[1][1]], [2, "Rome", *SECRETS[2]]]
+    second.append([3, "Pisa", "SSN-333-33-3333", "not a date"])
+    malformed = '4,"Pisa","SSN-444-44-4444"\n'  # a field short: the raw line is withheld
+    project.write_csv(f"landing/{name}/{DATES[0]}.csv", header, first)
+    second_extract = project.write_csv(f"landing/{name}/{DATES[1]}.csv", header, second)
+    second_extract.write_text(second_extract.read_text() + malformed)
+    for business_date in DATES[:2]:
+        assert cli(project, "run", "--date", business_date, "--select", name) == 0
+
+    for relation in ("state", "current", "history", "changelog", "scd2"):
+        types = column_types(project, f"{name}_{relation}")
+        assert not {"ssn", "birth_date"} & set(types), relation
+        assert "ssn" not in types.get("after_image", ""), relation
+    # Change detection sees the sensitive change, in the sensitive tables.
+    changes = project.rows(
+        f"select operation, ssn from {name}_sensitive_history "
+        f"where business_date = date'{DATES[1]}'"
+    )
+    assert changes == [{"operation": "U", "ssn": NEW_SECRET}]
+    assert updated_ids(project, name, DATES[1]) == [2]
+    # An authorised reader joins the values back by keyhash.
+    joined = project.rows(
+        f"select c.id, c.city, s.ssn from {name}_current c "
+        f"join {name}_sensitive_current s on c.keyhash = s.keyhash"
+    )
+    assert sorted((r["id"], r["city"], r["ssn"]) for r in joined) == [
+        (1, "Oslo", NEW_SECRET),
+        (2, "Rome", SECRETS[2][0]),
+    ]
+    rejected = project.rows(f"select raw_values, raw_line from {name}_rejects order by row_number")
+    assert rejected[0]["raw_values"]["ssn"] == "(sensitive value)"
+    assert rejected[1]["raw_line"] == "(line withheld: the table has sensitive columns)"
+
+    # No file of the main tables holds a sensitive value, in its bytes or once decoded.
+    secrets = [s for pair in SECRETS.values() for s in pair]
+    secrets += [NEW_SECRET, "SSN-333-33-3333", "SSN-444-44-4444"]
+    for relation in ("state", "history", "changelog", "rejects"):
+        location = project.rows(f"describe table extended {name}_{relation}")
+        path = next(r["data_type"] for r in location if r["col_name"] == "Location")
+        files = [f for f in Path(path.removeprefix("file:")).rglob("*") if f.is_file()]
+        assert files, relation
+        for file in files:
+            data = file.read_bytes()
+            assert not any(secret.encode() in data for secret in secrets), file
+        decoded = project.spark.table(f"{name}_{relation}").toJSON().collect()
+        assert not any(secret in row for row in decoded for secret in secrets), relation
