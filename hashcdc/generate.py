@@ -84,11 +84,23 @@ class _IndentedDumper(yaml.SafeDumper):
 
 
 def _column_description(column: ColumnConfig) -> str:
+    """The column's description in dbt docs, with how its shape changed."""
     if column.description:
-        return column.description
-    role = "Key column" if column.key else "Column"
-    note = " Operational: carried, not compared (ignore: true)." if column.ignore else ""
-    return f"{role} `{column.name}` of the extract, cast to {column.type}.{note}"
+        text = column.description
+    else:
+        role = "Key column" if column.key else "Column"
+        note = " Operational: carried, not compared (ignore: true)." if column.ignore else ""
+        text = f"{role} `{column.name}` of the extract, cast to {column.type}.{note}"
+    history = []
+    if column.added:
+        history.append(f"added on {column.added}")
+    if column.renamed_from:
+        history.append(f"renamed from {', '.join(column.renamed_from)}")
+    if column.widened_from:
+        history.append(f"widened from {column.widened_from} on {column.widened_since}")
+    if column.removed:
+        history.append(f"removed from the source on {column.removed} (null for later rows)")
+    return text + (f" Shape: {'; '.join(history)}." if history else "")
 
 
 def _wrapped_list(items: list[str], indent: int = 12, width: int = 88) -> str:
