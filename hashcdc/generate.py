@@ -184,6 +184,7 @@ def sensitive_context(table: TableConfig, context: dict[str, Any]) -> dict[str, 
     grants = table.sensitive_grants
     return context | {
         "state_model": f"{table.name}_sensitive_state",
+        "runs_after": context["state_model"],
         "grants": repr({k: list(v) for k, v in grants.items()}) if grants else None,
         "column_list": _column_list(sensitive),
         "evolution_arguments": _evolution_arguments(
@@ -216,6 +217,7 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         "hash_version": HASH_ALGORITHM_VERSION,
         "clear_date_hook": CLEAR_DATE_HOOK,
         "state_model": f"{table.name}_state",
+        "runs_after": None,
         "grants": None,
         "column_list": _column_list(table.main_columns),
         "evolution_arguments": _evolution_arguments(

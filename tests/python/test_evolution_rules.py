@@ -172,6 +172,7 @@ columns:
     sensitive = (project / "models/orders/orders_sensitive_state.sql").read_text()
     assert "hash_column='sensitive_hash'" in sensitive and "'card'" in sensitive
     assert "grants={'select': ['pii_readers']}" in sensitive
+    assert "-- depends_on: {{ ref('orders_state') }}" in sensitive
     for kind in ("current", "history"):
         model = (project / f"models/orders/orders_sensitive_{kind}.sql").read_text()
         assert "ref('orders_sensitive_state')" in model and "grants=" in model

@@ -334,6 +334,17 @@ def test_new_extract_columns_are_named_with_the_yaml_that_adds_them(
     assert "nothing was written" in out
     assert not project.spark.catalog.tableExists(f"{name}_state")
 
+    # A parquet extract: the types come from its schema.
+    parquet = "grown_parquet"
+    config = simple_config(parquet, BEFORE[:2])
+    config["source"] = {"path": f"landing/{parquet}/{{business_date}}", "format": "parquet"}
+    project.add_table(config)
+    frame = project.spark.createDataFrame([(1, "ann", 2.5)], "id int, name string, score double")
+    frame.write.parquet(str(project.root / f"landing/{parquet}/{DATES[0]}"))
+    assert cli(project, "run", "--date", DATES[0], "--select", parquet) != 0
+    out = capsys.readouterr().out
+    assert "extra column(s) score" in out and has_yaml_lines(out, "score", "double")
+
     # A change feed loads its events, and names the fields it does not load.
     feed = "grown_feed"
     project.add_table(feed_config(feed, BEFORE[:2]))
@@ -472,3 +483,43 @@ def test_sensitive_columns_live_only_in_the_sensitive_tables(project: Any) -> No
             assert not any(secret.encode() in data for secret in secrets), file
         decoded = project.spark.table(f"{name}_{relation}").toJSON().collect()
         assert not any(secret in row for row in decoded for secret in secrets), relation
+
+
+def test_a_change_feeds_sensitive_columns_have_their_own_state(project: Any) -> None:
+    name = "people_feed"
+    columns = [
+        {"name": "id", "type": "int", "key": True},
+        {"name": "city", "type": "string"},
+        {"name": "ssn", "type": "string", "sensitive": True},
+    ]
+    project.add_table(feed_config(name, columns))
+    days = [
+        [
+            create(1, id=1, city="Oslo", ssn=SECRETS[1][0]),
+            create(2, id=2, city="Rome", ssn=SECRETS[2][0]),
+        ],
+        # id 1's ssn changes only; id 2 is deleted.
+        [update(3, {"id": 1}, id=1, city="Oslo", ssn=NEW_SECRET), delete(4, id=2)],
+    ]
+    for business_date, events in zip(DATES, days, strict=False):
+        project.write_text(f"landing/{name}/{business_date}/events.json", json_lines(events))
+        assert cli(project, "run", "--date", business_date, "--select", name) == 0
+    main_ops = project.rows(
+        f"select id, operation from {name}_state where business_date = date'{DATES[1]}' "
+        "and operation in ('I', 'U', 'N', 'D')"
+    )
+    assert sorted((r["id"], r["operation"]) for r in main_ops) == [(1, "N"), (2, "D")]
+    sensitive_ops = project.rows(
+        f"select ssn, operation from {name}_sensitive_history "
+        f"where business_date = date'{DATES[1]}'"
+    )
+    assert sorted((r["operation"], r["ssn"]) for r in sensitive_ops) == [
+        ("D", SECRETS[2][0]),
+        ("U", NEW_SECRET),
+    ]
+    assert "ssn" not in column_types(project, f"{name}_history")
+    joined = project.rows(
+        f"select c.id, s.ssn from {name}_current c "
+        f"join {name}_sensitive_current s on c.keyhash = s.keyhash"
+    )
+    assert [(r["id"], r["ssn"]) for r in joined] == [(1, NEW_SECRET)]
