@@ -11,6 +11,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from hashcdc.errors import InputDataError
+
 
 @dataclass(frozen=True)
 class HadoopFiles:
@@ -64,5 +66,15 @@ class HadoopFiles:
         reader = self.jvm.java.io.BufferedReader(text)
         try:
             return reader.readLine() or ""
+        except Exception as exc:
+            if "ChecksumException" not in str(exc):
+                raise
+            # Hadoop's local file system checks a file against its `.<name>.crc` sidecar,
+            # which Spark wrote with it: a file edited since fails the check.
+            raise InputDataError(
+                f"{file} no longer matches its checksum file (.{path.getName()}.crc beside "
+                "it): the file was changed after Spark wrote it. Delete the .crc file if the "
+                "change is meant, or deliver the file again; nothing was written."
+            ) from None
         finally:
             reader.close()

@@ -235,3 +235,23 @@ def test_a_header_that_differs_from_the_config_is_refused(project: Any) -> None:
     assert "missing column(s) paid_on; extra column(s) note" in outcome.text
     assert outcome.statuses.get("payments_state") == "skipped"
     assert state_rows(project) == before
+
+
+def test_a_spark_written_extract_edited_by_hand_is_named(project: Any) -> None:
+    name = "edited"
+    project.add_table(
+        {
+            "name": name,
+            "extract_type": "full",
+            "source": {"path": f"landing/{name}/{{business_date}}"},
+            "columns": [{"name": "id", "type": "int", "key": True}],
+        }
+    )
+    folder = project.root / f"landing/{name}/2024-01-01"
+    project.spark.createDataFrame([(1,)], "id int").coalesce(1).write.csv(str(folder), header=True)
+    part = next(folder.glob("part-*.csv"))
+    part.write_text("id\n2\n")  # the .crc file Spark wrote beside it no longer matches
+    outcome = project.build("2024-01-01", name)
+    assert not outcome.success
+    assert f"{part.name} no longer matches its checksum file (.{part.name}.crc" in outcome.text
+    assert "Delete the .crc file if the change is meant" in outcome.text
