@@ -486,7 +486,7 @@ def test_sensitive_columns_live_only_in_the_sensitive_tables(project: Any) -> No
 
 
 def test_a_change_feeds_sensitive_columns_have_their_own_state(project: Any) -> None:
-    name = "people_feed"
+    name = "sensitive_feed"
     columns = [
         {"name": "id", "type": "int", "key": True},
         {"name": "city", "type": "string"},
