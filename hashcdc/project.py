@@ -12,6 +12,7 @@ import jinja2
 import yaml
 
 from hashcdc.errors import HashcdcError
+from hashcdc.metastore import ensure_metastore_free
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -131,6 +132,7 @@ def session_with(settings: dict[str, Any] | None) -> Any:
     """
     from pyspark.sql import SparkSession
 
+    ensure_metastore_free(settings)
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in (settings or {}).items():
         builder = builder.config(key, str(value))

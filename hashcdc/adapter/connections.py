@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dbt.adapters.contracts.connection import Connection, ConnectionState
+from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.connections import (
     SparkConnectionManager,
     SparkConnectionMethod,
     SparkCredentials,
 )
+
+from hashcdc.metastore import MetastoreBusyError, ensure_metastore_free
 
 
 @dataclass
@@ -30,6 +34,20 @@ class HashcdcCredentials(SparkCredentials):
 
 
 class HashcdcConnectionManager(SparkConnectionManager):
-    """dbt-spark's connection manager under the ``hashcdc`` type name."""
+    """dbt-spark's connection manager under the ``hashcdc`` type name.
+
+    Before the first connection starts Spark, an embedded metastore held by another
+    process is reported in one line (:mod:`hashcdc.metastore`).
+    """
 
     TYPE = "hashcdc"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        """Open a connection, once the metastore is known to be free for this process."""
+        if connection.state != ConnectionState.OPEN:
+            try:
+                ensure_metastore_free(connection.credentials.server_side_parameters)
+            except MetastoreBusyError as exc:
+                raise FailedToConnectError(str(exc)) from None
+        return super().open(connection)

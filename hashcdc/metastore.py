@@ -1,0 +1,127 @@
+"""The embedded Derby metastore admits one process: say who holds it before Spark starts.
+
+Spark's embedded Hive metastore is a Derby database in a folder (``metastore_db``). Derby
+holds an exclusive lock on its ``dbex.lck`` file while a JVM has the database booted, and
+a second JVM fails only after a minute of start-up, with thousands of lines of stack
+traces. :func:`ensure_metastore_free` tries the same lock from Python first (a POSIX
+record lock, as Java's ``FileChannel.tryLock`` takes it) and, when another process holds
+it, names that process (from ``/proc/locks`` where the system has it) in one line.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hashcdc.errors import HashcdcError
+
+CONNECTION_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
+DERBY_LOCK_FILE = "dbex.lck"
+_DERBY_DATABASE = re.compile(r"^jdbc:derby:.*databaseName=([^;]+)")
+
+
+class MetastoreBusyError(HashcdcError):
+    """The embedded metastore is in use by another process."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The process holding a lock: its id, command line and start time (when known)."""
+
+    pid: int | None
+    command: str = ""
+    since: str = ""
+
+    def describe(self) -> str:
+        """The holder in words: ``process 123 (java … SparkSubmit …, since …)``."""
+        if self.pid is None:
+            return "another process"
+        details = ", ".join(
+            part for part in (self.command, self.since and f"since {self.since}") if part
+        )
+        return f"process {self.pid}" + (f" ({details})" if details else "")
+
+
+def embedded_metastore_dir(settings: dict[str, Any] | None) -> Path | None:
+    """The Derby database folder a profile's settings use, or None (a shared metastore)."""
+    settings = settings or {}
+    if str(settings.get("spark.hadoop.hive.metastore.uris") or "").strip():
+        return None
+    match = _DERBY_DATABASE.match(str(settings.get(CONNECTION_URL) or ""))
+    return Path(match.group(1)).resolve() if match else None
+
+
+def metastore_holder(database: Path) -> Holder | None:
+    """The process that has the Derby database booted, or None when it is free."""
+    lock_file = database / DERBY_LOCK_FILE
+    if not lock_file.is_file():
+        return None
+    with lock_file.open("a") as handle:
+        try:
+            fcntl.lockf(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return _lock_holder(lock_file)
+        fcntl.lockf(handle, fcntl.LOCK_UN)
+    return None
+
+
+def _lock_holder(lock_file: Path) -> Holder:
+    """Who holds a POSIX lock on a file, from ``/proc/locks`` (Linux); else unknown."""
+    inode = lock_file.stat().st_ino
+    try:
+        lines = Path("/proc/locks").read_text(encoding="ascii").splitlines()
+    except OSError:
+        return Holder(None)
+    for line in lines:
+        fields = line.split()
+        if len(fields) > 5 and fields[5].rsplit(":", 1)[-1] == str(inode):
+            return _process(int(fields[4]))
+    return Holder(None)
+
+
+def _process(pid: int) -> Holder:
+    """A process's command line (its main class or script, shortened) and start time."""
+    proc = Path(f"/proc/{pid}")
+    try:
+        argv = (proc / "cmdline").read_bytes().split(b"\0")
+        started = dt.datetime.fromtimestamp(proc.stat().st_mtime).strftime("%Y-%m-%d %H:%M:%S")
+    except OSError:
+        return Holder(pid)
+    words = [a.decode(errors="replace") for a in argv if a]
+    # A JVM's class path is long and says little: keep the program and its arguments.
+    shown = [w for w in words if not w.startswith("-") and ":" not in w and "/" not in w[1:]]
+    command = " ".join(([Path(words[0]).name] if words else []) + shown[1:6])
+    return Holder(pid, command, started)
+
+
+def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
+    """Refuse to start Spark on an embedded metastore another process holds.
+
+    Does nothing when this process already runs Spark (its session holds the lock) or when
+    the settings use a shared metastore.
+
+    Raises
+    ------
+    MetastoreBusyError
+        One line: the folder, the holder (pid, command, since when) and what to do.
+
+    """
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:  # noqa: SLF001 - pyspark's own flag
+        return
+    database = embedded_metastore_dir(settings)
+    if database is None:
+        return
+    holder = metastore_holder(database)
+    if holder is None:
+        return
+    raise MetastoreBusyError(
+        f"the embedded metastore {database} is in use by {holder.describe()}; it admits one "
+        "process at a time. Wait for that process to finish, or use a shared metastore so "
+        "that runs and queries can work side by side (README: Running on a cluster)."
+    )
