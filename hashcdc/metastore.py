@@ -21,6 +21,8 @@ from hashcdc.errors import HashcdcError
 
 CONNECTION_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
 DERBY_LOCK_FILE = "dbex.lck"
+# How much of the holder's command line the message shows.
+COMMAND_WIDTH = 120
 _DERBY_DATABASE = re.compile(r"^jdbc:derby:.*databaseName=([^;]+)")
 
 
@@ -84,18 +86,44 @@ def _lock_holder(lock_file: Path) -> Holder:
 
 
 def _process(pid: int) -> Holder:
-    """A process's command line (its main class or script, shortened) and start time."""
+    """A process's command and start time; for PySpark's JVM, the Python program behind it."""
+    words, started = _command_line(pid)
+    if words is None:
+        return Holder(pid)
+    if words and Path(words[0]).name == "java":
+        parent = _parent(pid)
+        parent_words, parent_started = _command_line(parent) if parent else (None, "")
+        if parent_words and "python" in Path(parent_words[0]).name:
+            # The interpreter says little: show the program (hashcdc, dbt, pytest) and its
+            # arguments.
+            program = (
+                [Path(parent_words[1]).name, *parent_words[2:]] if len(parent_words) > 1 else []
+            )
+            command = " ".join(program)[:COMMAND_WIDTH]
+            return Holder(parent, f"{command}; its Spark JVM is process {pid}", parent_started)
+    return Holder(
+        pid, " ".join(Path(w).name for w in words[:1]) + " " + " ".join(words[1:3]), started
+    )
+
+
+def _command_line(pid: int) -> tuple[list[str] | None, str]:
+    """A process's arguments and start time (None when it is gone or unreadable)."""
     proc = Path(f"/proc/{pid}")
     try:
         argv = (proc / "cmdline").read_bytes().split(b"\0")
         started = dt.datetime.fromtimestamp(proc.stat().st_mtime).strftime("%Y-%m-%d %H:%M:%S")
     except OSError:
-        return Holder(pid)
-    words = [a.decode(errors="replace") for a in argv if a]
-    # A JVM's class path is long and says little: keep the program and its arguments.
-    shown = [w for w in words if not w.startswith("-") and ":" not in w and "/" not in w[1:]]
-    command = " ".join(([Path(words[0]).name] if words else []) + shown[1:6])
-    return Holder(pid, command, started)
+        return None, ""
+    return [a.decode(errors="replace") for a in argv if a], started
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+    except OSError:
+        return None
+    # The command in parentheses may hold spaces: the fields after it are plain.
+    return int(stat.rsplit(")", 1)[1].split()[1])
 
 
 def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
