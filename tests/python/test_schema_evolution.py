@@ -423,16 +423,16 @@ def test_a_new_columns_first_values_can_count_as_updates(project: Any) -> None:
 
 SECRETS = {1: ("SSN-111-11-1111", "1970-01-01"), 2: ("SSN-222-22-2222", "1980-02-02")}
 NEW_SECRET = "SSN-999-99-9999"
+PEOPLE = [
+    {"name": "id", "type": "int", "key": True},
+    {"name": "city", "type": "string"},
+    {"name": "ssn", "type": "string", "sensitive": True},
+]
 
 
 def test_sensitive_columns_live_only_in_the_sensitive_tables(project: Any) -> None:
     name = "people"
-    columns = [
-        {"name": "id", "type": "int", "key": True},
-        {"name": "city", "type": "string"},
-        {"name": "ssn", "type": "string", "sensitive": True},
-        {"name": "birth_date", "type": "date", "sensitive": True},
-    ]
+    columns = [*PEOPLE, {"name": "birth_date", "type": "date", "sensitive": True}]
     project.add_table(simple_config(name, columns, changelog=True, max_rejects=2))
     header = ["id", "city", "ssn", "birth_date"]
     first = [[key, "Oslo", *secret] for key, secret in SECRETS.items()]
@@ -487,12 +487,7 @@ def test_sensitive_columns_live_only_in_the_sensitive_tables(project: Any) -> No
 
 def test_a_change_feeds_sensitive_columns_have_their_own_state(project: Any) -> None:
     name = "sensitive_feed"
-    columns = [
-        {"name": "id", "type": "int", "key": True},
-        {"name": "city", "type": "string"},
-        {"name": "ssn", "type": "string", "sensitive": True},
-    ]
-    project.add_table(feed_config(name, columns))
+    project.add_table(feed_config(name, PEOPLE))
     days = [
         [
             create(1, id=1, city="Oslo", ssn=SECRETS[1][0]),
