@@ -262,13 +262,6 @@ class TableConfig:
         """The columns of the main tables (state, current, history, changelog)."""
         return tuple(c for c in self.columns if not c.sensitive)
 
-    @property
-    def reshaped_columns(self) -> tuple[ColumnConfig, ...]:
-        """Columns whose shape changed (added, removed, renamed or widened)."""
-        return tuple(
-            c for c in self.columns if c.added or c.removed or c.renamed_from or c.widened_since
-        )
-
     def as_read_on(self, business_date: str) -> TableConfig:
         """The table as the extract of a business date carries it.
 

@@ -42,7 +42,6 @@ from hashcdc.columns import (
     RAW_VALUES,
     ROW_ERRORS,
     ROW_ID,
-    SENSITIVE_HASH,
     SOURCE_FILE,
 )
 from hashcdc.config import (
@@ -431,19 +430,18 @@ def typed_events(
     marked = prior.mark_new_events(keyed.withColumn("event_id", _event_id(table)))
     if unavailable and not table.is_keyless:
         marked = prior.fill_unavailable(marked, table)
-    hashed = with_hashes(
-        marked, {name: cols for name, cols in row_hashes(table).items() if name != "keyhash"}
-    )
-    image_hashes = [
-        F.when(F.col("event_op").isin(*IMAGE_OPERATIONS), F.col(name)).alias(name)
-        for name in ("nonkeyhash", *([SENSITIVE_HASH] if table.sensitive_columns else []))
-    ]
+    # The hashes of an event's row image (all but keyhash, computed above).
+    image_hashes = {name: cols for name, cols in row_hashes(table).items() if name != "keyhash"}
+    hashed = with_hashes(marked, image_hashes)
     is_truncate = F.col("event_op") == "t"
     same_key = F.col("before_keyhash") == F.col("keyhash")
     return hashed.select(
         *[c.name for c in table.columns],
         F.when(~is_truncate & F.col("event_op").isNotNull(), F.col("keyhash")).alias("keyhash"),
-        *image_hashes,
+        *[
+            F.when(F.col("event_op").isin(*IMAGE_OPERATIONS), F.col(name)).alias(name)
+            for name in image_hashes
+        ],
         # A primary-key update that keeps its key is a plain update; without a key, the
         # before image is the row that goes away, whatever the after image is.
         (

@@ -137,7 +137,7 @@ def _columns(columns: tuple[ColumnConfig, ...]) -> list[dict[str, str]]:
     ]
 
 
-def _shape_changes(columns: tuple[ColumnConfig, ...], compared: tuple[ColumnConfig, ...]) -> str:
+def _shape_changes(compared: tuple[ColumnConfig, ...]) -> str:
     """The ``shape_changes`` argument of the state macros ('' when no column changed shape).
 
     The compared columns, and for each that changed shape, how (``only_shape_differs``).
@@ -187,9 +187,7 @@ def sensitive_context(table: TableConfig, context: dict[str, Any]) -> dict[str, 
         "runs_after": context["state_model"],
         "grants": repr({k: list(v) for k, v in grants.items()}) if grants else None,
         "column_list": _column_list(sensitive),
-        "evolution_arguments": _evolution_arguments(
-            SENSITIVE_HASH, _shape_changes(sensitive, sensitive)
-        ),
+        "evolution_arguments": _evolution_arguments(SENSITIVE_HASH, _shape_changes(sensitive)),
         "columns": _columns(sensitive),
         "is_audit": False,
         "is_keyless": False,
@@ -221,7 +219,7 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         "grants": None,
         "column_list": _column_list(table.main_columns),
         "evolution_arguments": _evolution_arguments(
-            NONKEYHASH, _shape_changes(table.main_columns, table.compared_columns)
+            NONKEYHASH, _shape_changes(table.compared_columns)
         ),
         "columns": _columns(table.main_columns),
         "all_columns": _columns(table.columns),

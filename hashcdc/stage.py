@@ -29,7 +29,6 @@ from hashcdc.columns import (
     REJECT_DETAIL_COLUMNS,
     ROW_ERRORS,
     ROW_ID,
-    SENSITIVE_HASH,
     SOURCE_FILE,
 )
 from hashcdc.config import EVENT_FORMATS, TableConfig
@@ -176,9 +175,7 @@ def _stage_columns(hashed: DataFrame, table: TableConfig, date: str) -> DataFram
             (F.col(c.name) if c.name in present else F.lit(None)).cast(c.type).alias(c.name)
             for c in table.columns
         ],
-        "keyhash",
-        "nonkeyhash",
-        *([SENSITIVE_HASH] if table.sensitive_columns else []),
+        *row_hashes(table),
         *(EVENT_COLUMNS if table.is_feed else ()),
         F.lit(date).cast("date").alias("business_date"),
         F.col(SOURCE_FILE),
