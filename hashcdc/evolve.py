@@ -133,18 +133,27 @@ def _plan(
             )
     renamed = _renames(persisted.columns, current)
     wanted = {c.name: c.type for c in persisted.columns}
+    images = {
+        name: data_type
+        for name, data_type in current.items()
+        if persisted.has_images and name in IMAGE_COLUMNS and isinstance(data_type, StructType)
+    }
+    image_fields = {f.name: f for image in images.values() for f in image.fields}
+    image_renames = _renames(persisted.columns, image_fields)
     select, needs_rewrite = [], bool(renamed)
-    image_renames: dict[str, str] = {}
     for name, data_type in current.items():
         new_name = renamed.get(name, name)
         target = wanted.get(new_name)
-        if persisted.has_images and name in IMAGE_COLUMNS and isinstance(data_type, StructType):
-            image = _image_expression(name, data_type, persisted.columns, where, problems)
+        if name in images:
+            image = _image_expression(name, images[name], persisted.columns, where, problems)
             needs_rewrite |= image != f"`{name}`"
             select.append(image)
-            image_renames |= _renames(persisted.columns, {f.name: f for f in data_type.fields})
-        elif persisted.has_images and name == CHANGED_COLUMNS:
-            select.append(name)  # replaced below once the images' renames are known
+        elif name == CHANGED_COLUMNS and image_renames:
+            # The names listed as changed follow the rename too.
+            cases = " ".join(f"when '{old}' then '{new}'" for old, new in image_renames.items())
+            select.append(
+                f"transform(`{name}`, name -> case name {cases} else name end) as `{name}`"
+            )
         elif target is not None and data_type.simpleString() != target:
             problem = type_change_problem(data_type.simpleString(), target)
             if problem:
@@ -153,15 +162,6 @@ def _plan(
             needs_rewrite = True
         else:
             select.append(f"`{name}` as `{new_name}`" if name != new_name else f"`{name}`")
-    if image_renames and CHANGED_COLUMNS in select:
-        # The names listed as changed follow the rename too.
-        cases = " ".join(f"when '{old}' then '{new}'" for old, new in image_renames.items())
-        select[select.index(CHANGED_COLUMNS)] = (
-            f"transform(`{CHANGED_COLUMNS}`, name -> case name {cases} else name end) "
-            f"as `{CHANGED_COLUMNS}`"
-        )
-    elif CHANGED_COLUMNS in select:
-        select[select.index(CHANGED_COLUMNS)] = f"`{CHANGED_COLUMNS}`"
     present = {renamed.get(name, name) for name in current}
     added = (
         {}
@@ -203,12 +203,12 @@ def _image_expression(
     """The select expression of a changelog image in the config's shape (or the column)."""
     fields = {f.name: f.dataType.simpleString() for f in image.fields}
     wanted = [(c.name, c.type) for c in columns]
-    if [(f.name, f.dataType.simpleString()) for f in image.fields] == wanted:
+    if list(fields.items()) == wanted:
         return f"`{name}`"
+    earlier_name = {new: old for old, new in _renames(columns, fields).items()}
     parts = []
     for column in columns:
-        source = column.name if column.name in fields else None
-        source = source or next((o for o in column.renamed_from if o in fields), None)
+        source = column.name if column.name in fields else earlier_name.get(column.name)
         if source is None:
             value = f"cast(null as {column.type})"
         else:
