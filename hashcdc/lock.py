@@ -17,11 +17,11 @@ import os
 import socket
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from hashcdc.errors import HashcdcError
 from hashcdc.hadoop import HadoopFiles
+from hashcdc.metastore import process_stat
 
 LOCK_FOLDER = "_hashcdc_locks"
 
@@ -32,12 +32,8 @@ def _process_start(pid: int) -> str | None:
     Together with the pid it identifies a process: a pid reused by a later process has
     another start time.
     """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may contain spaces; it ends at the last ')'.
-    return stat.rsplit(")", 1)[1].split()[19]
+    fields = process_stat(pid)
+    return fields[19] if fields else None
 
 
 def _holder() -> dict[str, Any]:

@@ -117,13 +117,22 @@ def _command_line(pid: int) -> tuple[list[str] | None, str]:
     return [a.decode(errors="replace") for a in argv if a], started
 
 
-def _parent(pid: int) -> int | None:
+def process_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name; None when it is gone.
+
+    Item 0 is the state, 1 the parent pid, 19 the start time (proc(5) field N is item N - 3).
+    """
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii")
+        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    # The command in parentheses may hold spaces: the fields after it are plain.
-    return int(stat.rsplit(")", 1)[1].split()[1])
+    # The command name (field 2) may contain spaces; it ends at the last ')'.
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _parent(pid: int) -> int | None:
+    fields = process_stat(pid)
+    return int(fields[1]) if fields else None
 
 
 def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
