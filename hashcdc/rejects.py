@@ -33,8 +33,8 @@ def with_row_numbers(
 
     A CSV row's number is the rows in earlier splits of its file plus its position in its
     own split. The counts per split come from re-reading the date's files exactly as the
-    stage did (same files, same options: same splits and row ids); it reads no column, and
-    it only happens when rows were rejected.
+    stage did (same files, same options, the columns of the date: same splits and row ids);
+    it reads no column, and it only happens when rows were rejected.
     """
     if table.source.format == "parquet":
         return rejected.select(
@@ -44,7 +44,7 @@ def with_row_numbers(
         )
     files = extract_files(spark, table, date)
     splits = (
-        read_rows(spark, table, files)
+        read_rows(spark, table.as_read_on(date), files)
         .groupBy(SOURCE_FILE, BLOCK_START)
         .agg(F.min(ROW_ID).alias("_first_row_id"), F.count(F.lit(1)).alias("_rows"))
     )
