@@ -5,9 +5,23 @@ BIN := $(VENV)/bin
 # Linting compiles the dbt project: keep its Spark metastore away from the real one.
 LINT_ENV := HASHCDC_WAREHOUSE_DIR=target/lint/warehouse HASHCDC_METASTORE_DIR=target/lint/metastore_db
 
-.PHONY: install demo test test-unit lint check clean
+# The integration tests start PostgreSQL (a shared Hive metastore) and read it through
+# Debian's JDBC driver; the server binaries (initdb, pg_ctl) come with Debian's postgresql.
+JDBC_JAR := /usr/share/java/postgresql.jar
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: install test-services demo test test-unit lint check clean
 
 install: $(VENV)/.installed
+
+# An apt-get install that refreshes the package lists first when they are stale or empty.
+APT_INSTALL = $(SUDO) apt-get install -y -q $(1) || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(1))
+
+test-services: $(JDBC_JAR)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(call APT_INSTALL,postgresql)
+
+$(JDBC_JAR):
+	$(call APT_INSTALL,libpostgresql-jdbc-java)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +32,7 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(BIN)/hashcdc demo
 
-test: install
+test: install test-services
 	$(BIN)/pytest
 
 # The unit tier alone: config, generator, hashing vectors, CLI parsing; no Spark, seconds.

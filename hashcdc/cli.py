@@ -103,15 +103,11 @@ def _ensure_generated(project_dir: Path, names: Sequence[str]) -> list[str]:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    """Process each ``--date`` in date order, in one Spark session, under the tables' locks."""
+    from hashcdc.cluster import executor_report
+
     project_dir = find_project_dir(args.project_dir)
     tables = _ensure_generated(project_dir, args.select or [])
-    extra = [
-        "--vars",
-        business_date_vars(args.date, args.allow_mass_delete),
-        *table_selector(args.select or []),
-    ]
-    if args.target:
-        extra += ["--target", args.target]
     os.chdir(project_dir)
     if args.profile:
         event_log_dir = project_dir / "target" / "spark-events"
@@ -119,13 +115,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
         os.environ["HASHCDC_EVENT_LOG"] = "true"
         os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
     spark = spark_session(project_dir, args.target)
+    failed = None
     with table_locks(spark, args.select or tables):
-        started = time.perf_counter()
-        result = invoke_dbt(dbt_args("build", project_dir, extra))
-        if args.profile:
-            _print_profile(project_dir, result, time.perf_counter() - started)
-    if not result.success:
-        print(f"hashcdc run --date {args.date}: failed (see the dbt output above)", file=sys.stderr)
+        for business_date in sorted(set(args.date)):
+            extra = [
+                "--vars",
+                business_date_vars(business_date, args.allow_mass_delete),
+                *table_selector(args.select or []),
+                *(["--target", args.target] if args.target else []),
+            ]
+            started = time.perf_counter()
+            result = invoke_dbt(dbt_args("build", project_dir, extra))
+            if args.profile:
+                _print_profile(project_dir, result, time.perf_counter() - started)
+            if not result.success:
+                failed = business_date
+                break
+    report = executor_report(spark)
+    if report:
+        print(report)
+    if failed:
+        later = [d for d in sorted(set(args.date)) if d > failed]
+        print(
+            f"hashcdc run --date {failed}: failed (see the dbt output above)"
+            + (f"; not run: {', '.join(later)}" if later else ""),
+            file=sys.stderr,
+        )
         return 1
     return 0
 
@@ -316,8 +331,14 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="write the model files of every table config")
     gen.add_argument("--check", action="store_true", help="only compare; exit 1 on drift")
 
-    run = sub.add_parser("run", help="process one business date (dbt build)")
-    run.add_argument("--date", required=True, type=_date, help="business date, YYYY-MM-DD")
+    run = sub.add_parser("run", help="process business dates (dbt build per date)")
+    run.add_argument(
+        "--date",
+        required=True,
+        nargs="+",
+        type=_date,
+        help="business date(s), YYYY-MM-DD; several run in date order in one Spark session",
+    )
     _add_processing_options(run)
     run.add_argument(
         "--profile",

@@ -24,7 +24,6 @@ row, and the output is identical for the same options, whatever the partitioning
 from __future__ import annotations
 
 import math
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +33,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import EXTRACT_TYPES, SCHEMA_FILE
 from hashcdc.errors import HashcdcError
+from hashcdc.hadoop import HadoopFiles, resolve_location
 
 
 @dataclass(frozen=True)
@@ -247,38 +247,42 @@ def table_config(options: DatagenOptions) -> dict[str, object]:
     }
 
 
-def _write_feed(events: DataFrame, options: DatagenOptions, day: int, folder: Path) -> None:
+def _write_feed(events: DataFrame, options: DatagenOptions, day: int, folder: str) -> None:
     """One date's events as JSON lines: in log order in one file, or shuffled over several."""
     if options.out_of_order:
         events = events.orderBy(F.rand(options.seed + day)).repartition(3)
     else:
         events = events.orderBy("lsn").coalesce(1)
-    events.select("value").write.mode("overwrite").text(str(folder))
+    events.select("value").write.mode("overwrite").text(folder)
 
 
-def _redeliver(previous_folder: Path, folder: Path) -> None:
+def _redeliver(files: HadoopFiles, previous_folder: str, folder: str) -> None:
     """Deliver the previous date's files again, next to this date's."""
-    for path in sorted(previous_folder.iterdir()):
-        if path.is_file() and not path.name.startswith(("_", ".", "redelivered-")):
-            shutil.copyfile(path, folder / f"redelivered-{previous_folder.name}-{path.name}")
+    previous_date = previous_folder.rstrip("/").rsplit("/", 1)[-1]
+    for path in files.data_files(previous_folder):
+        name = path.rsplit("/", 1)[-1]
+        if not name.startswith("redelivered-"):
+            files.copy_file(path, f"{folder}/redelivered-{previous_date}-{name}")
 
 
 def generate_extracts(
     spark: SparkSession, options: DatagenOptions, project_dir: Path, write_config: bool = True
-) -> list[Path]:
+) -> list[str]:
     """Write one CSV folder per business date and (optionally) the table config.
+
+    The output may be any Hadoop URI (``file:``, ``hdfs:``, ``s3a:``); a relative folder is
+    taken from the project folder.
 
     Returns
     -------
-    list[Path]
+    list[str]
         The folders and the config file written.
 
     """
     options.validate()
-    output_root = Path(options.output_folder)
-    if not output_root.is_absolute():
-        output_root = project_dir / output_root
-    written: list[Path] = []
+    output_root = resolve_location(options.output_folder, str(project_dir))
+    files = HadoopFiles.of(spark)
+    written: list[str] = []
     positions = spark.range(
         0,
         options.later_records,
@@ -297,17 +301,17 @@ def generate_extracts(
             row_count = options.later_records
         # localCheckpoint keeps the plan short over many dates.
         frame = frame.localCheckpoint(eager=True) if day % 8 == 0 else frame
-        folder = output_root / business_date
+        folder = f"{output_root}/{business_date}"
         rows = frame.where(F.col("position") < row_count)
         if options.extract_type == "changes":
             _write_feed(_change_events(rows, options, day, previous_count), options, day, folder)
             if options.redeliver and day > 1:
-                _redeliver(output_root / options.dates[day - 2], folder)
+                _redeliver(files, f"{output_root}/{options.dates[day - 2]}", folder)
             written.append(folder)
             continue
         if options.extract_type == "delta" and day > 1:
             rows = rows.where(F.col("version_day") == day)
-        (_extract(rows, options).write.mode("overwrite").option("header", True).csv(str(folder)))
+        (_extract(rows, options).write.mode("overwrite").option("header", True).csv(folder))
         written.append(folder)
     if write_config:
         config_path = project_dir / "tables" / f"{options.table_name}.yml"
@@ -318,5 +322,5 @@ def generate_extracts(
             + yaml.safe_dump(table_config(options), sort_keys=False),
             encoding="utf-8",
         )
-        written.append(config_path)
+        written.append(str(config_path))
     return written

@@ -17,7 +17,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from hashcdc.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
 from hashcdc.config import EVENT_FORMATS, TableConfig
 from hashcdc.errors import InputDataError
-from hashcdc.hadoop import HadoopFiles
+from hashcdc.hadoop import HadoopFiles, resolve_location
 
 # The column that holds each line of a JSON event feed.
 LINE_COLUMN = "_line"
@@ -29,11 +29,8 @@ UNQUOTED_EMPTY_MARKER = "\u0001"
 
 def resolve_source_path(table: TableConfig, business_date: str) -> str:
     """The extract's path for a date; relative paths are taken from the project folder."""
-    path = table.source.path_for(business_date)
-    if "://" in path or os.path.isabs(path):
-        return path
     project_dir = os.environ.get("DBT_PROJECT_DIR") or os.getcwd()
-    return os.path.normpath(os.path.join(project_dir, path))
+    return resolve_location(table.source.path_for(business_date), project_dir)
 
 
 def extract_files(spark: SparkSession, table: TableConfig, business_date: str) -> list[str]:

@@ -1,17 +1,34 @@
 """Files through Hadoop's FileSystem API, so that any Hadoop URI works (file:, hdfs:, s3a:).
 
 The API lives on the JVM of the SparkSession; this module is the one place that reaches
-it (through py4j), for listing extracts, reading a header line and the lock files.
+it (through py4j), for listing extracts, reading a header line, the lock files and
+generated extracts. No ``os``/``shutil`` call touches a warehouse or landing path.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from hashcdc.errors import InputDataError
+
+# A URI scheme (file:, hdfs:, s3a:, ...): RFC 3986's letters, then a colon.
+_URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def resolve_location(location: str, base_dir: str) -> str:
+    """A location as Hadoop should see it.
+
+    URIs and absolute paths stay as they are; relative paths are taken from ``base_dir``
+    (the project folder).
+    """
+    if _URI_SCHEME.match(location) or os.path.isabs(location):
+        return location
+    return os.path.normpath(os.path.join(base_dir, location))
 
 
 @dataclass(frozen=True)
@@ -53,6 +70,13 @@ class HadoopFiles:
             else:
                 files.append(status.getPath().toString())
         return sorted(files)
+
+    def copy_file(self, source: str, destination: str) -> None:
+        """Copy one file, across file systems if need be (Hadoop's ``FileUtil.copy``)."""
+        origin, target = self.path(source), self.path(destination)
+        self.jvm.org.apache.hadoop.fs.FileUtil.copy(
+            self.filesystem(origin), origin, self.filesystem(target), target, False, self.conf
+        )
 
     def first_line(self, file: str, encoding: str = "UTF-8") -> str:
         """The first line of a (possibly compressed) text file, read by the driver."""

@@ -11,8 +11,9 @@ from typing import Any
 import jinja2
 import yaml
 
+from hashcdc.cluster import watch_executors
 from hashcdc.errors import HashcdcError
-from hashcdc.metastore import ensure_metastore_free
+from hashcdc.metastore import ensure_metastore_free, prepare_shared_metastore
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -128,7 +129,10 @@ def session_with(settings: dict[str, Any] | None) -> Any:
     """The process's SparkSession with Hive support and ``settings``.
 
     ``settings`` are a profile's ``server_side_parameters``; the session is created on
-    first use and shared after that (dbt's connections and the Python models alike).
+    first use and shared after that (dbt's connections and the Python models alike). Before
+    anything reaches the catalog, the metastore is checked: an embedded one must be free, a
+    shared one gets its tables on first use. On a cluster, a run that gets no executor
+    says so (:func:`hashcdc.cluster.watch_executors`).
     """
     from pyspark.sql import SparkSession
 
@@ -136,7 +140,10 @@ def session_with(settings: dict[str, Any] | None) -> Any:
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in (settings or {}).items():
         builder = builder.config(key, str(value))
-    return builder.getOrCreate()
+    spark = builder.getOrCreate()
+    prepare_shared_metastore(spark, settings)
+    watch_executors(spark)
+    return spark
 
 
 def spark_session(project_dir: Path, target: str | None = None) -> Any:

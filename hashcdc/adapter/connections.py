@@ -12,7 +12,8 @@ from dbt.adapters.spark.connections import (
     SparkCredentials,
 )
 
-from hashcdc.metastore import MetastoreBusyError, ensure_metastore_free
+from hashcdc.errors import HashcdcError
+from hashcdc.project import session_with
 
 
 @dataclass
@@ -36,18 +37,19 @@ class HashcdcCredentials(SparkCredentials):
 class HashcdcConnectionManager(SparkConnectionManager):
     """dbt-spark's connection manager under the ``hashcdc`` type name.
 
-    Before the first connection starts Spark, an embedded metastore held by another
-    process is reported in one line (:mod:`hashcdc.metastore`).
+    The first connection starts Spark the way ``hashcdc`` does
+    (:func:`hashcdc.project.session_with`): an embedded metastore held by another process is
+    reported in one line, a shared one gets its tables on first use.
     """
 
     TYPE = "hashcdc"
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
-        """Open a connection, once the metastore is known to be free for this process."""
+        """Open a connection on the process's SparkSession, started here if need be."""
         if connection.state != ConnectionState.OPEN:
             try:
-                ensure_metastore_free(connection.credentials.server_side_parameters)
-            except MetastoreBusyError as exc:
+                session_with(connection.credentials.server_side_parameters)
+            except HashcdcError as exc:
                 raise FailedToConnectError(str(exc)) from None
         return super().open(connection)

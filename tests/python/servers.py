@@ -1,0 +1,202 @@
+"""Servers the integration tests start on 127.0.0.1 and always stop: PostgreSQL, Spark.
+
+Each is a context manager: the server runs inside the ``with`` block and is stopped when
+the block ends, also when a test in it fails. Folders live under the system's temporary
+folder (readable by the ``postgres`` user PostgreSQL runs as when the tests run as root).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LOOPBACK = "127.0.0.1"
+METASTORE_DATABASE = "metastore"
+METASTORE_USER = "hashcdc"
+JDBC_JAR = Path("/usr/share/java/postgresql.jar")
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now, on the loopback address."""
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+def wait_until(check: Any, seconds: float, what: str) -> Any:
+    """Poll ``check`` until it returns something true; fail naming ``what`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.5)
+    raise TimeoutError(f"{what}: not within {seconds:.0f} s")
+
+
+def _stop_group(process: subprocess.Popen, seconds: float = 15) -> None:
+    """Stop a process and its children (started in a session of their own)."""
+    if process.poll() is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=seconds)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+# -- PostgreSQL ---------------------------------------------------------------------------
+
+
+def postgres_bindir() -> Path:
+    """Where initdb and pg_ctl are: ``pg_config --bindir``, else the newest Debian install."""
+    if shutil.which("pg_config"):
+        found = subprocess.run(
+            ["pg_config", "--bindir"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        if found and (Path(found) / "initdb").exists():
+            return Path(found)
+    installed = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not installed:
+        raise RuntimeError("no PostgreSQL server binaries (initdb): install postgresql")
+    return installed[-1].parent
+
+
+@dataclass(frozen=True)
+class Postgres:
+    """A running private PostgreSQL server and its metastore database."""
+
+    port: int
+    folder: Path
+
+    @property
+    def metastore_url(self) -> str:
+        return f"jdbc:postgresql://{LOOPBACK}:{self.port}/{METASTORE_DATABASE}"
+
+    def environment(self) -> dict[str, str]:
+        """The variables that point the ``shared`` and ``cluster`` targets at it."""
+        return {
+            "HASHCDC_METASTORE_URL": self.metastore_url,
+            "HASHCDC_METASTORE_USER": METASTORE_USER,
+            "HASHCDC_METASTORE_PASSWORD": "",
+            "HASHCDC_JDBC_JAR": str(JDBC_JAR),
+        }
+
+
+@contextmanager
+def postgres_server() -> Iterator[Postgres]:
+    """initdb in a temporary folder, started on a free loopback port, stopped at the end."""
+    bindir = postgres_bindir()
+    folder = Path(tempfile.mkdtemp(prefix="hashcdc_pg_"))
+    # PostgreSQL refuses to run as root: as root, run it as the `postgres` user.
+    as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+    if as_user:
+        shutil.chown(folder, "postgres")
+    data, port = folder / "data", free_port()
+    log = folder / "server.log"
+
+    def pg(*args: str) -> None:
+        subprocess.run([*as_user, *args], check=True, capture_output=True, text=True)
+
+    try:
+        pg(str(bindir / "initdb"), "-D", str(data), "-U", METASTORE_USER, "--auth=trust",
+           "-E", "UTF8", "--no-sync")  # fmt: skip
+        pg(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-o",
+           f"-h {LOOPBACK} -p {port} -k {folder} -c fsync=off", "start")  # fmt: skip
+        pg(str(bindir / "createdb"), "-h", LOOPBACK, "-p", str(port), "-U", METASTORE_USER,
+           METASTORE_DATABASE)  # fmt: skip
+        yield Postgres(port, folder)
+    finally:
+        if (data / "postmaster.pid").exists():
+            subprocess.run(
+                [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                capture_output=True,
+                check=False,
+            )
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- Spark standalone ---------------------------------------------------------------------
+
+
+@dataclass
+class SparkStandalone:
+    """A running standalone master and its workers."""
+
+    master_url: str
+    web_url: str
+    processes: list[subprocess.Popen]
+
+    def state(self) -> dict[str, Any]:
+        """The master's JSON status: workers, running and completed applications."""
+        with urllib.request.urlopen(f"{self.web_url}/json/", timeout=5) as response:
+            return json.load(response)
+
+
+@contextmanager
+def spark_standalone(
+    workers: int = 2, cores: int = 1, memory: str = "1g"
+) -> Iterator[SparkStandalone]:
+    """A master and ``workers`` workers from the pyspark distribution, on 127.0.0.1."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    spark_home = Path(_find_spark_home())
+    folder = Path(tempfile.mkdtemp(prefix="hashcdc_spark_"))
+    env = os.environ | {
+        "SPARK_HOME": str(spark_home),
+        "SPARK_LOCAL_IP": LOOPBACK,
+        "SPARK_LOG_DIR": str(folder / "logs"),
+        "SPARK_NO_DAEMONIZE": "1",
+    }
+    spark_class = str(spark_home / "bin" / "spark-class")
+    master_port, web_port = free_port(), free_port()
+    cluster = SparkStandalone(
+        f"spark://{LOOPBACK}:{master_port}", f"http://{LOOPBACK}:{web_port}", []
+    )
+
+    def start(name: str, *args: str) -> None:
+        log = (folder / f"{name}.log").open("w")
+        cluster.processes.append(
+            subprocess.Popen(
+                [spark_class, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )  # fmt: skip
+        )
+
+    def alive_workers() -> int:
+        try:
+            return int(cluster.state().get("aliveworkers", 0))
+        except OSError:
+            return 0
+
+    try:
+        start("master", "org.apache.spark.deploy.master.Master", "--host", LOOPBACK,
+              "--port", str(master_port), "--webui-port", str(web_port))  # fmt: skip
+        for number in range(1, workers + 1):
+            start(f"worker{number}", "org.apache.spark.deploy.worker.Worker", "--host",
+                  LOOPBACK, "--cores", str(cores), "--memory", memory, "--webui-port",
+                  str(free_port()), "--work-dir", str(folder / f"work{number}"),
+                  cluster.master_url)  # fmt: skip
+        wait_until(lambda: alive_workers() >= workers, 120, f"{workers} Spark workers")
+        yield cluster
+    finally:
+        for process in reversed(cluster.processes):
+            _stop_group(process)
+        shutil.rmtree(folder, ignore_errors=True)
