@@ -3,7 +3,7 @@
 A Spark application whose executors no worker can host (more memory or cores than any
 worker offers) waits forever, and Spark's own warning about it is a log line few see.
 :func:`watch_executors` watches the driver from a daemon thread and prints, after
-``HASHCDC_EXECUTOR_WAIT_SECONDS`` (30 by default) with work waiting and no executor, which
+``HASHCDC_EXECUTOR_WAIT_SECONDS`` (20 by default) with work waiting and no executor, which
 settings to change. :func:`executor_report` reads the driver's REST status API at the end
 of a run: how many executors ran how many tasks.
 """
@@ -19,7 +19,7 @@ import urllib.request
 from typing import Any
 
 WAIT_SECONDS_VARIABLE = "HASHCDC_EXECUTOR_WAIT_SECONDS"
-DEFAULT_WAIT_SECONDS = 30.0
+DEFAULT_WAIT_SECONDS = 20.0
 # After the first warning, how often to repeat it while no executor has come.
 REPEAT_SECONDS = 300.0
 POLL_SECONDS = 2.0

@@ -223,6 +223,7 @@ class TableConfig:
     changelog: bool = _TABLE["changelog"]["default"]
     changes: ChangesConfig | None = None
     sensitive_grants: dict[str, list[str]] | None = None
+    buckets: int | None = None
     config_file: str = ""
 
     @property
@@ -771,6 +772,7 @@ def _build(raw: dict[str, Any], file: str) -> TableConfig:
         changelog=raw.get("changelog", _TABLE["changelog"]["default"]),
         changes=changes,
         sensitive_grants=raw.get("sensitive_grants"),
+        buckets=raw.get("buckets"),
         config_file=file,
     )
 

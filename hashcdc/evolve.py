@@ -11,6 +11,8 @@ finds its tables in the config's shape:
   tables other than Delta's): the table is copied with the new shape beside it and
   swapped in by two renames. A run killed half-way leaves either the old table or the new
   one complete, and the next run finishes or discards the copy (:func:`_finish_rewrite`);
+* a state table whose bucket count differs from the config's ``buckets`` is rewritten
+  into the new count the same way (docs/performance.md#file-layout);
 * a narrowing or an incompatible change, or a sensitive column still stored in a main
   table, is refused before anything is written, saying what to do.
 
@@ -19,6 +21,7 @@ Columns are never dropped: a column ``removed`` from the source stays in every t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,19 +52,26 @@ class PersistedTable:
     columns: tuple[ColumnConfig, ...]
     own_columns: dict[str, str]
     has_images: bool = False
+    # Bucketed by keyhash into the table's `buckets` (the state tables).
+    bucketed: bool = False
 
 
 def persisted_tables(schema: str, table: TableConfig) -> list[PersistedTable]:
     """The tables (not views) that hold a table's rows, in the schema of its models."""
     main, sensitive = table.main_columns, table.sensitive_columns
     tables = [
-        PersistedTable(f"{schema}.{table.name}_state", main, STATE_OWN_COLUMNS),
+        PersistedTable(f"{schema}.{table.name}_state", main, STATE_OWN_COLUMNS, bucketed=True),
         PersistedTable(f"{schema}.{table.name}_history", main, {}),
         PersistedTable(f"{schema}.{table.name}_changelog", main, {}, has_images=True),
     ]
     if sensitive:
         tables += [
-            PersistedTable(f"{schema}.{table.name}_sensitive_state", sensitive, STATE_OWN_COLUMNS),
+            PersistedTable(
+                f"{schema}.{table.name}_sensitive_state",
+                sensitive,
+                STATE_OWN_COLUMNS,
+                bucketed=True,
+            ),
             PersistedTable(f"{schema}.{table.name}_sensitive_history", sensitive, {}),
         ]
     return tables
@@ -74,6 +84,8 @@ class _Plan:
     table: str
     added: dict[str, str]
     rewrite: list[str] | None
+    # A new bucket count: the table is rewritten into it.
+    buckets: int | None = None
 
 
 def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
@@ -93,6 +105,13 @@ def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
         if not spark.catalog.tableExists(persisted.name):
             continue
         plan = _plan(spark.table(persisted.name).schema, persisted, table, problems)
+        rebucket = _new_bucket_count(spark, persisted, table)
+        if rebucket:
+            plan = dataclasses.replace(
+                plan,
+                rewrite=plan.rewrite or [f"`{f.name}`" for f in spark.table(persisted.name).schema],
+                buckets=rebucket,
+            )
         if plan.added or plan.rewrite:
             plans.append(plan)
     if restored:
@@ -111,7 +130,7 @@ def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
     for plan in plans:
         # The rewrite copies the columns the table has; the new ones are added after it.
         if plan.rewrite:
-            _rewrite(spark, plan.table, plan.rewrite)
+            _rewrite(spark, plan.table, plan.rewrite, plan.buckets)
         if plan.added:
             columns = ", ".join(f"`{name}` {data_type}" for name, data_type in plan.added.items())
             spark.sql(f"alter table {plan.table} add columns ({columns})")
@@ -221,30 +240,52 @@ def _image_expression(
     return f"if(`{name}` is null, null, named_struct({', '.join(parts)})) as `{name}`"
 
 
-def _rewrite(spark: SparkSession, table: str, select: list[str]) -> None:
-    """Copy a table with a new select list beside it, then swap it in (crash-safe)."""
+def _bucket_count(spark: SparkSession, table: str) -> int | None:
+    """A table's number of buckets (None when it is not bucketed)."""
+    details = {row[0]: row[1] for row in spark.sql(f"describe table extended {table}").collect()}
+    return int(details["Num Buckets"]) if details.get("Num Buckets") else None
+
+
+def _new_bucket_count(
+    spark: SparkSession, persisted: PersistedTable, table: TableConfig
+) -> int | None:
+    """The config's bucket count when a bucketed table has another one, else None."""
+    if not persisted.bucketed or table.buckets is None:
+        return None
+    return table.buckets if _bucket_count(spark, persisted.name) != table.buckets else None
+
+
+def _rewrite(
+    spark: SparkSession, table: str, select: list[str], new_buckets: int | None = None
+) -> None:
+    """Copy a table with a new select list beside it, then swap it in (crash-safe).
+
+    ``new_buckets`` re-buckets the copy; otherwise it keeps the table's bucket count.
+    """
     copy, retired = table + REWRITE_SUFFIX, table + RETIRED_SUFFIX
     catalog_columns = spark.catalog.listColumns(table)
     partitions = [c.name for c in catalog_columns if c.isPartition]
     buckets = [c.name for c in catalog_columns if c.isBucket]
-    details = {row[0]: row[1] for row in spark.sql(f"describe table extended {table}").collect()}
     properties = {
         row[0]: row[1]
         for row in spark.sql(f"show tblproperties {table}").collect()
         if row[0].startswith(OWN_PROPERTY_PREFIX)
     }
-    clauses = ["using parquet"]
+    clauses, hint = ["using parquet"], ""
     if partitions:
         clauses.append(f"partitioned by ({', '.join(partitions)})")
     if buckets:
-        clauses.append(f"clustered by ({', '.join(buckets)}) into {details['Num Buckets']} buckets")
+        count = new_buckets or _bucket_count(spark, table)
+        clauses.append(f"clustered by ({', '.join(buckets)}) into {count} buckets")
+        # One task per bucket: one file per bucket in each partition, not one per task.
+        hint = f"/*+ REPARTITION({count}, {', '.join(buckets)}) */ "
     if properties:
         listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
         clauses.append(f"tblproperties ({listed})")
     # Partition columns come last in the copy, as Spark lays out a partitioned table.
     data = [s for s in select if not any(s == f"`{p}`" for p in partitions)]
     columns = ", ".join(data + [f"`{p}`" for p in partitions])
-    spark.sql(f"create table {copy} {' '.join(clauses)} as select {columns} from {table}")
+    spark.sql(f"create table {copy} {' '.join(clauses)} as select {hint}{columns} from {table}")
     spark.sql(f"alter table {table} rename to {retired}")
     spark.sql(f"alter table {copy} rename to {table}")
     spark.sql(f"drop table {retired}")

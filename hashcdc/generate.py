@@ -213,6 +213,8 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         "is_keyless": table.is_keyless,
         "is_audit": is_audit,
         "hash_version": HASH_ALGORITHM_VERSION,
+        # A Jinja expression in the models: the table's own count, else the project's var.
+        "buckets": table.buckets or "var('hashcdc_buckets')",
         "clear_date_hook": CLEAR_DATE_HOOK,
         "state_model": f"{table.name}_state",
         "runs_after": None,

@@ -185,7 +185,7 @@ def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
     raise MetastoreBusyError(
         f"the embedded metastore {database} is in use by {holder.describe()}; it admits one "
         "process at a time. Wait for that process to finish, or use a shared metastore so "
-        "that runs and queries can work side by side (README: Running on a cluster)."
+        "that runs and queries can work side by side (docs/cluster.md: the shared metastore)."
     )
 
 

@@ -2,19 +2,61 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from dbt.adapters.base import PythonJobHelper
-from dbt.adapters.spark.impl import SparkAdapter
+from dbt.adapters.base import BaseRelation, PythonJobHelper
+from dbt.adapters.spark.impl import (
+    LIST_RELATIONS_MACRO_NAME,
+    LIST_RELATIONS_SHOW_TABLES_MACRO_NAME,
+    SCHEMA_NOT_FOUND_MESSAGES,
+    TABLE_OR_VIEW_NOT_FOUND_MESSAGES,
+    SparkAdapter,
+)
+from dbt_common.exceptions import DbtRuntimeError
 
 from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
+
+# Listing a schema while another process replaces one of its tables: tries, then a
+# slower listing that tolerates it.
+LISTING_ATTEMPTS = 4
+LISTING_PAUSE_SECONDS = 0.5
 
 
 class HashcdcAdapter(SparkAdapter):
     """dbt-spark's adapter whose Python models run in the dbt process's SparkSession."""
 
     ConnectionManager = HashcdcConnectionManager
+
+    def list_relations_without_caching(self, schema_relation: BaseRelation) -> list[BaseRelation]:
+        """The schema's relations, also while another process replaces one of them.
+
+        ``show table extended`` fails when a table it listed is dropped before it is
+        described, which happens on a shared metastore while another run rewrites its stage
+        table. dbt-spark takes that failure for an empty schema: a run would then try to
+        create tables that exist, and ``dbt docs generate`` would write an empty catalog.
+        Here the listing is tried again, and in the end done table by table.
+        """
+        kwargs = {"schema_relation": schema_relation}
+        for attempt in range(LISTING_ATTEMPTS):
+            try:
+                rows = self.execute_macro(LIST_RELATIONS_MACRO_NAME, kwargs=kwargs)
+            except DbtRuntimeError as exc:
+                message = getattr(exc, "msg", "") or str(exc)
+                if any(m in message for m in SCHEMA_NOT_FOUND_MESSAGES):
+                    return []
+                if not any(m in message for m in TABLE_OR_VIEW_NOT_FOUND_MESSAGES):
+                    return super().list_relations_without_caching(schema_relation)
+                time.sleep(LISTING_PAUSE_SECONDS * (attempt + 1))
+                continue
+            return self._build_spark_relation_list(
+                row_list=rows, relation_info_func=self._get_relation_information
+            )
+        rows = self.execute_macro(LIST_RELATIONS_SHOW_TABLES_MACRO_NAME, kwargs=kwargs)
+        return self._build_spark_relation_list(
+            row_list=rows, relation_info_func=self._get_relation_information_using_describe
+        )
 
     @property
     def default_python_submission_method(self) -> str:

@@ -278,7 +278,7 @@ final as (
     from bookkeeping
 )
 
-select * from final
+select {{ hashcdc._first_snapshot_layout(previous_date) }} * from final
 {% endmacro %}
 
 

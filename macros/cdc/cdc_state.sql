@@ -132,5 +132,5 @@ final as (
     from new_state
 )
 
-select * from final
+select {{ hashcdc._first_snapshot_layout(previous_date) }} * from final
 {% endmacro %}

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import os
+import signal
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,10 +23,13 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 # A test that uses one of these needs the shared SparkSession: it is in the `spark` tier.
-SPARK_FIXTURES = frozenset({"project", "spark", "session_root"})
+SPARK_FIXTURES = frozenset({"project", "spark", "session_root", "postgres"})
 
 os.environ["TZ"] = "UTC"
 time.tzset()
+# A CI time-out stops pytest with SIGTERM: exit through the fixtures' clean-up, so the
+# servers the tests started (PostgreSQL, a Spark cluster) stop too.
+signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -157,3 +162,12 @@ def spark(session_root: Path) -> Any:
     from hashcdc.project import spark_session
 
     return spark_session(session_root)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterable[Any]:
+    """A private PostgreSQL server for shared-metastore tests, stopped when the run ends."""
+    from servers import postgres_server
+
+    with postgres_server() as server:
+        yield server

@@ -46,7 +46,7 @@ def wait_until(check: Any, seconds: float, what: str) -> Any:
     raise TimeoutError(f"{what}: not within {seconds:.0f} s")
 
 
-def _stop_group(process: subprocess.Popen, seconds: float = 15) -> None:
+def stop_group(process: subprocess.Popen, seconds: float = 15) -> None:
     """Stop a process and its children (started in a session of their own)."""
     if process.poll() is not None:
         return
@@ -175,7 +175,10 @@ def spark_standalone(
         log = (folder / f"{name}.log").open("w")
         cluster.processes.append(
             subprocess.Popen(
-                [spark_class, *args], env=env, stdout=log, stderr=subprocess.STDOUT,
+                [spark_class, *args],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
         )
@@ -198,5 +201,92 @@ def spark_standalone(
         yield cluster
     finally:
         for process in reversed(cluster.processes):
-            _stop_group(process)
+            stop_group(process)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# -- hashcdc processes --------------------------------------------------------------------
+
+
+def hashcdc_environment(warehouse: str, target: str, **extra: str) -> dict[str, str]:
+    """The environment of a ``hashcdc`` process on ``target`` and its own warehouse.
+
+    The test session's own settings (its embedded metastore and warehouse) are left out.
+    """
+    repo = Path(__file__).resolve().parents[2]
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("HASHCDC_")}
+    return inherited | {
+        "HASHCDC_TARGET": target,
+        "HASHCDC_WAREHOUSE_DIR": warehouse,
+        "HASHCDC_LOG4J2": str(repo / "profiles" / "log4j2.properties"),
+        "HASHCDC_DRIVER_MEMORY": "1g",
+        "HASHCDC_SHUFFLE_PARTITIONS": "2",
+        "HASHCDC_LOCAL_MASTER": "local[1]",
+        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+        "TZ": "UTC",
+        **extra,
+    }
+
+
+def hashcdc(project_dir: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
+    """Start ``hashcdc --project-dir project_dir args...``; stdout and stderr as text pipes."""
+    import sys
+
+    return subprocess.Popen(
+        [sys.executable, "-m", "hashcdc.cli", "--project-dir", str(project_dir), *args],
+        env=env,
+        cwd=project_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def dbt(project_dir: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
+    """Start the ``dbt`` of this environment on the project, as a user would."""
+    import sys
+
+    return subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "dbt"),
+            *args,
+            "--project-dir",
+            str(project_dir),
+            "--profiles-dir",
+            str(project_dir / "profiles"),
+        ],  # fmt: skip
+        env=env,
+        cwd=project_dir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def finish(process: subprocess.Popen, seconds: float = 600) -> tuple[int, str, str]:
+    """Wait for a process (stopping it after ``seconds``): exit status, stdout, stderr."""
+    try:
+        out, err = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        stop_group(process)
+        out, err = process.communicate()
+    return process.returncode, out, err
+
+
+def snapshot_sql(relations: list[str]) -> str:
+    """One query returning every row of ``relations`` as (relation, JSON of the row)."""
+    return " union all ".join(
+        f"select '{r}' as relation, to_json(struct(*)) as row from {r}" for r in relations
+    )
+
+
+def parse_snapshot(csv_text: str) -> list[tuple[str, str]]:
+    """The sorted (relation, row) pairs of a ``hashcdc query`` of :func:`snapshot_sql`."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(csv_text)))
+    assert rows and rows[0] == ["relation", "row"], csv_text[:500]
+    return sorted((relation, row) for relation, row in rows[1:])

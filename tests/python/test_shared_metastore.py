@@ -1,0 +1,122 @@
+"""A shared Hive metastore in PostgreSQL: runs, queries and dbt docs side by side.
+
+Every hashcdc process here is a real one (its own JVM) on the ``shared`` target: a private
+PostgreSQL server holds the metastore, the warehouse and the landing zone are ``file:``
+URIs outside the project folder. The same tables also run in the test session's embedded
+Spark, date by date, as the reference for what the processes must read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from servers import (
+    dbt,
+    finish,
+    hashcdc,
+    hashcdc_environment,
+    parse_snapshot,
+    snapshot_sql,
+    wait_until,
+)
+
+from hashcdc import datagen, generate
+from hashcdc.config import load_table_configs
+
+DATES = ["2023-05-01", "2023-05-02", "2023-05-03", "2023-05-04", "2023-05-05", "2023-05-06"]
+RUNNING, OTHER = "sm_running", "sm_other"
+
+
+def _relations(table: str) -> list[str]:
+    return [f"{table}_current", f"{table}_history", f"{table}_rejects"]
+
+
+def _local_snapshots(project: Any, tables: list[str]) -> list[list[tuple[str, str]]]:
+    """Each date's rows of ``tables`` after it ran in the test session's embedded Spark."""
+    relations = [r for t in tables for r in _relations(t)]
+    snapshots = []
+    for business_date in DATES:
+        outcome = project.build(business_date, *tables)
+        assert outcome.success, outcome.text
+        rows = project.spark.sql(snapshot_sql(relations)).collect()
+        snapshots.append(sorted((row.relation, row.row) for row in rows))
+    return snapshots
+
+
+def test_runs_queries_and_docs_side_by_side(project: Any, postgres: Any, tmp_path: Path) -> None:
+    landing = f"file://{tmp_path}/landing"
+    for table, extract_type in ((RUNNING, "full"), (OTHER, "delta")):
+        datagen.generate_extracts(
+            project.spark,
+            datagen.DatagenOptions(
+                table_name=table,
+                initial_records=300,
+                dates=DATES,
+                seed=11,
+                extract_type=extract_type,
+                output=f"{landing}/{table}",
+            ),
+            project.root,
+        )
+    generate.write(project.root, load_table_configs(project.root / "tables"))
+    expected = _local_snapshots(project, [RUNNING])
+    current = f"{RUNNING}_current"
+    per_date = [[row for row in snapshot if row[0] == current] for snapshot in expected]
+
+    env = hashcdc_environment(f"file://{tmp_path}/warehouse", "shared", **postgres.environment())
+    running = hashcdc(project.root, env, "run", "--date", *DATES, "--select", RUNNING)
+    other = hashcdc(project.root, env, "run", "--date", *DATES, "--select", OTHER)
+    try:
+        # Once the first date is in, the run goes on for five more: read while it does.
+        lines: list[str] = []
+
+        def first_date_done() -> bool:
+            lines.append(running.stdout.readline())
+            assert running.poll() is None, "".join(lines)[-3000:]
+            return any("Completed successfully" in line for line in lines)
+
+        wait_until(first_date_done, 300, f"the first date of the {RUNNING} run")
+        query = hashcdc(project.root, env, "query", snapshot_sql([current]))
+        same_table = hashcdc(project.root, env, "run", "--date", DATES[-1], "--select", RUNNING)
+        docs = dbt(project.root, env, "docs", "generate", "--target-path", "docs_target")
+        status, out, err = finish(query, 300)
+        query_ended_during_run = running.poll() is None
+        assert status == 0, err
+        seen = parse_snapshot(out)
+        # A consistent snapshot of one processed date, never a mix of two.
+        assert seen in per_date, seen[:3]
+
+        status, out, err = finish(same_table, 300)
+        refused_during_run = running.poll() is None
+        assert status == 2
+        messages = [line for line in err.splitlines() if line.startswith("hashcdc:")]
+        assert len(messages) == 1, err[-2000:]
+        assert (
+            f"table '{RUNNING}' is being processed by another run (pid {running.pid}"
+            in (messages[0])
+        )
+        assert "Traceback" not in err
+        status, out, err = finish(docs, 300)
+        docs_ended_during_run = running.poll() is None
+        assert status == 0, out[-3000:] + err[-2000:]
+        catalog = json.loads((project.root / "docs_target" / "catalog.json").read_text())
+        columns = catalog["nodes"][f"model.hashcdc.{RUNNING}_history"]["columns"]
+        assert "business_date" in columns
+        assert query_ended_during_run and refused_during_run and docs_ended_during_run, (
+            "the run ended before the readers: give it more dates"
+        )
+    finally:
+        results = {name: finish(p, 900) for name, p in (("running", running), ("other", other))}
+    for name, (status, out, err) in results.items():
+        assert status == 0, f"{name}: {out[-6000:]}{err[-2000:]}"
+
+    final = hashcdc(
+        project.root, env, "query", snapshot_sql(_relations(RUNNING) + _relations(OTHER))
+    )
+    status, out, err = finish(final, 300)
+    assert status == 0, err
+    seen = parse_snapshot(out)
+    assert [row for row in seen if row[0].startswith(RUNNING)] == expected[-1]
+    assert {row[0] for row in seen} >= {f"{OTHER}_current", f"{OTHER}_history"}
