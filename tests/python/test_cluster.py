@@ -45,15 +45,16 @@ def cluster(postgres: Any) -> Iterator[SparkStandalone]:
 
 
 def _environment(tmp_path: Path, cluster: SparkStandalone, postgres: Any, **extra: str) -> dict:
+    settings = {
+        "HASHCDC_SPARK_MASTER": cluster.master_url,
+        "HASHCDC_EXECUTOR_MEMORY": "1g",
+        "HASHCDC_EXECUTOR_CORES": "1",
+        "HASHCDC_UI_PORT": "0",
+    }
     return hashcdc_environment(
         f"file://{tmp_path}/warehouse",
         "cluster",
-        HASHCDC_SPARK_MASTER=cluster.master_url,
-        HASHCDC_EXECUTOR_MEMORY="1g",
-        HASHCDC_EXECUTOR_CORES="1",
-        HASHCDC_UI_PORT="0",
-        **postgres.environment(),
-        **extra,
+        **settings | postgres.environment() | extra,
     )
 
 
@@ -90,7 +91,7 @@ def test_a_cluster_run_equals_the_local_run(
     report = EXECUTOR_REPORT.search(out)
     assert report, out[-2000:]
     working, registered = int(report.group(1)), int(report.group(2))
-    print(f"cluster run of {len(DATES)} dates: {seconds:.0f} s; {report.group(0)} {working}")
+    print(f"cluster run of {len(DATES)} dates: {seconds:.0f} s; {report.group(0)}")
     # Both workers host an executor and both did work: the tasks ran in the cluster.
     assert (working, registered) == (2, 2), report.group(0)
 
