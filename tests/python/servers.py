@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.request
@@ -228,12 +229,10 @@ def hashcdc_environment(warehouse: str, target: str, **extra: str) -> dict[str, 
     }
 
 
-def hashcdc(project_dir: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
-    """Start ``hashcdc --project-dir project_dir args...``; stdout and stderr as text pipes."""
-    import sys
-
+def _start(command: list[str], project_dir: Path, env: dict[str, str]) -> subprocess.Popen:
+    """Start a command in the project folder, in a session of its own; text pipes."""
     return subprocess.Popen(
-        [sys.executable, "-m", "hashcdc.cli", "--project-dir", str(project_dir), *args],
+        command,
         env=env,
         cwd=project_dir,
         stdout=subprocess.PIPE,
@@ -241,28 +240,43 @@ def hashcdc(project_dir: Path, env: dict[str, str], *args: str) -> subprocess.Po
         text=True,
         start_new_session=True,
     )
+
+
+def hashcdc(project_dir: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
+    """Start ``hashcdc --project-dir project_dir args...``."""
+    command = [sys.executable, "-m", "hashcdc.cli", "--project-dir", str(project_dir), *args]
+    return _start(command, project_dir, env)
 
 
 def dbt(project_dir: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
     """Start the ``dbt`` of this environment on the project, as a user would."""
-    import sys
+    folders = ["--project-dir", str(project_dir), "--profiles-dir", str(project_dir / "profiles")]
+    return _start([str(Path(sys.executable).parent / "dbt"), *args, *folders], project_dir, env)
 
-    return subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "dbt"),
-            *args,
-            "--project-dir",
-            str(project_dir),
-            "--profiles-dir",
-            str(project_dir / "profiles"),
-        ],  # fmt: skip
-        env=env,
-        cwd=project_dir,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+
+def generate_tables(
+    spark: Any,
+    project_dir: Path,
+    landing: str,
+    tables: dict[str, str],
+    dates: list[str],
+    records: int,
+) -> None:
+    """Synthetic extracts of ``tables`` (name: extract type) under ``landing``, and models."""
+    from hashcdc import datagen, generate
+    from hashcdc.config import load_table_configs
+
+    for table, extract_type in tables.items():
+        options = datagen.DatagenOptions(
+            table_name=table,
+            initial_records=records,
+            dates=dates,
+            seed=5,
+            extract_type=extract_type,
+            output=f"{landing}/{table}",
+        )
+        datagen.generate_extracts(spark, options, project_dir)
+    generate.write(project_dir, load_table_configs(project_dir / "tables"))
 
 
 def finish(process: subprocess.Popen, seconds: float = 600) -> tuple[int, str, str]:

@@ -20,6 +20,7 @@ import pytest
 from servers import (
     SparkStandalone,
     finish,
+    generate_tables,
     hashcdc,
     hashcdc_environment,
     parse_snapshot,
@@ -27,9 +28,6 @@ from servers import (
     spark_standalone,
     stop_group,
 )
-
-from hashcdc import datagen, generate
-from hashcdc.config import load_table_configs
 
 DATES = ["2023-07-01", "2023-07-02", "2023-07-03"]
 TABLES = {"cl_full": "full", "cl_delta": "delta", "cl_feed": "changes"}
@@ -62,20 +60,7 @@ def test_a_cluster_run_equals_the_local_run(
     project: Any, postgres: Any, cluster: SparkStandalone, tmp_path: Path
 ) -> None:
     landing = f"file://{tmp_path}/landing"
-    for table, extract_type in TABLES.items():
-        datagen.generate_extracts(
-            project.spark,
-            datagen.DatagenOptions(
-                table_name=table,
-                initial_records=400,
-                dates=DATES,
-                seed=5,
-                extract_type=extract_type,
-                output=f"{landing}/{table}",
-            ),
-            project.root,
-        )
-    generate.write(project.root, load_table_configs(project.root / "tables"))
+    generate_tables(project.spark, project.root, landing, TABLES, DATES, records=400)
     relations = [f"{t}_{kind}" for t in TABLES for kind in ("current", "history", "rejects")]
     for business_date in DATES:
         outcome = project.build(business_date, *TABLES)

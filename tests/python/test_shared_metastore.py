@@ -15,15 +15,13 @@ from typing import Any
 from servers import (
     dbt,
     finish,
+    generate_tables,
     hashcdc,
     hashcdc_environment,
     parse_snapshot,
     snapshot_sql,
     wait_until,
 )
-
-from hashcdc import datagen, generate
-from hashcdc.config import load_table_configs
 
 DATES = ["2023-05-01", "2023-05-02", "2023-05-03", "2023-05-04", "2023-05-05", "2023-05-06"]
 RUNNING, OTHER = "sm_running", "sm_other"
@@ -47,20 +45,8 @@ def _local_snapshots(project: Any, tables: list[str]) -> list[list[tuple[str, st
 
 def test_runs_queries_and_docs_side_by_side(project: Any, postgres: Any, tmp_path: Path) -> None:
     landing = f"file://{tmp_path}/landing"
-    for table, extract_type in ((RUNNING, "full"), (OTHER, "delta")):
-        datagen.generate_extracts(
-            project.spark,
-            datagen.DatagenOptions(
-                table_name=table,
-                initial_records=300,
-                dates=DATES,
-                seed=11,
-                extract_type=extract_type,
-                output=f"{landing}/{table}",
-            ),
-            project.root,
-        )
-    generate.write(project.root, load_table_configs(project.root / "tables"))
+    tables = {RUNNING: "full", OTHER: "delta"}
+    generate_tables(project.spark, project.root, landing, tables, DATES, records=300)
     expected = _local_snapshots(project, [RUNNING])
     current = f"{RUNNING}_current"
     per_date = [[row for row in snapshot if row[0] == current] for snapshot in expected]
