@@ -87,6 +87,11 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 def _ensure_generated(project_dir: Path, names: Sequence[str]) -> list[str]:
     """Check the named tables exist and the models match tables/; returns all table names."""
     tables = load_table_configs(project_dir / "tables")
+    if not tables:
+        raise HashcdcError(
+            f"no table is configured: {project_dir / 'tables'} has no <name>.yml. Add one "
+            "(README: Adding a table), or try `hashcdc demo`."
+        )
     known = {t.name for t in tables}
     unknown = [n for n in names if n not in known]
     if unknown:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from hashcdc import generate
 from hashcdc.cli import main
 from hashcdc.config import load_table_configs
@@ -102,3 +104,14 @@ def test_change_feeds_get_thin_feed_models(tmp_path: Path) -> None:
     assert "extract_type: changes" in properties and "- R\n" in properties
     for path in models.glob("*.sql"):
         assert len(path.read_text().splitlines()) < 30, path
+
+
+def test_a_run_with_no_table_configured_fails_before_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+
+    shutil.copy(REPO / "dbt_project.yml", tmp_path / "dbt_project.yml")
+    (tmp_path / "tables").mkdir()
+    assert main(["--project-dir", str(tmp_path), "run", "--date", "2024-01-01"]) == 2
+    message = capsys.readouterr().err
+    assert "no table is configured" in message and "Adding a table" in message
