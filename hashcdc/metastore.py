@@ -49,6 +49,7 @@ DERBY_LOCK_FILE = "dbex.lck"
 # How much of the holder's command line the message shows.
 COMMAND_WIDTH = 120
 _DERBY_DATABASE = re.compile(r"^jdbc:derby:.*databaseName=([^;]+)")
+_DERBY_LOG = re.compile(r"-Dderby\.stream\.error\.file=(\S+)")
 
 
 class MetastoreBusyError(HashcdcError):
@@ -160,6 +161,18 @@ def _parent(pid: int) -> int | None:
     return int(fields[1]) if fields else None
 
 
+def _ensure_derby_log_folder(settings: dict[str, Any] | None) -> None:
+    """Create the folder of Derby's log file (``target/`` on a fresh checkout).
+
+    Derby cannot open a log file in a missing folder: it then prints a
+    FileNotFoundException and its boot banner on the console instead.
+    """
+    options = str((settings or {}).get("spark.driver.extraJavaOptions") or "")
+    match = _DERBY_LOG.search(options)
+    if match:
+        Path(match.group(1)).parent.mkdir(parents=True, exist_ok=True)
+
+
 def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
     """Refuse to start Spark on an embedded metastore another process holds.
 
@@ -179,6 +192,7 @@ def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
     database = embedded_metastore_dir(settings)
     if database is None:
         return
+    _ensure_derby_log_folder(settings)
     holder = metastore_holder(database)
     if holder is None:
         return

@@ -56,13 +56,20 @@ def scratch_project(source: Path, root: Path) -> dict[str, str]:
 
 
 def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list[str]:
-    """Arguments for a dbt command against the project and its ``profiles/`` folder."""
+    """Arguments for a dbt command against the project and its ``profiles/`` folder.
+
+    Colour codes only on a terminal: never in dbt's log file, a pipe or a redirect.
+    """
+    import sys
+
     return [
         command,
         "--project-dir",
         str(project_dir),
         "--profiles-dir",
         str(project_dir / "profiles"),
+        "--no-use-colors-file",
+        *([] if sys.stdout.isatty() else ["--no-use-colors"]),
         *extra,
     ]
 

@@ -115,3 +115,10 @@ def test_a_run_with_no_table_configured_fails_before_spark(
     assert main(["--project-dir", str(tmp_path), "run", "--date", "2024-01-01"]) == 2
     message = capsys.readouterr().err
     assert "no table is configured" in message and "Adding a table" in message
+
+
+def test_dbt_writes_no_colour_codes_into_files_or_pipes(tmp_path: Path) -> None:
+    from hashcdc.project import dbt_args
+
+    args = dbt_args("build", tmp_path)  # pytest captures stdout: not a terminal
+    assert "--no-use-colors-file" in args and "--no-use-colors" in args

@@ -9,7 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hashcdc.metastore import embedded_metastore_dir, metastore_holder
+from hashcdc.metastore import (
+    _ensure_derby_log_folder,
+    embedded_metastore_dir,
+    metastore_holder,
+)
 
 HOLD_LOCK = """
 import fcntl, sys, time
@@ -79,3 +83,13 @@ def test_a_second_process_is_refused_in_seconds_with_one_line(project: Any) -> N
     assert f"is in use by process {os.getpid()} (pytest" in lines[0], lines[0]
     assert "its Spark JVM is process" in lines[0]
     assert "Wait for that process to finish, or use a shared metastore" in lines[0]
+
+
+def test_the_folder_of_derbys_log_is_created(tmp_path: Path) -> None:
+    log = tmp_path / "target" / "derby.log"
+    settings = {
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={tmp_path}/m",
+        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={log} -Dother=1",
+    }
+    _ensure_derby_log_folder(settings)
+    assert log.parent.is_dir()
