@@ -120,9 +120,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         os.environ["HASHCDC_EVENT_LOG"] = "true"
         os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
     spark = spark_session(project_dir, args.target)
-    failed = None
+    dates, failed = sorted(set(args.date)), None
     with table_locks(spark, args.select or tables):
-        for business_date in sorted(set(args.date)):
+        for business_date in dates:
             extra = [
                 "--vars",
                 business_date_vars(business_date, args.allow_mass_delete),
@@ -140,7 +140,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if report:
         print(report)
     if failed:
-        later = [d for d in sorted(set(args.date)) if d > failed]
+        later = [d for d in dates if d > failed]
         print(
             f"hashcdc run --date {failed}: failed (see the dbt output above)"
             + (f"; not run: {', '.join(later)}" if later else ""),

@@ -55,8 +55,8 @@ def no_executor_message(spark: Any, waited: float) -> str:
         f"{key}={conf.get(key, 'unset')} ({variable})" for key, variable in EXECUTOR_SETTINGS
     )
     return (
-        f"hashcdc: no Spark executor after {waited:.0f} s on {spark.sparkContext.master}; the "
-        f"run waits. Executors are asked with {asked}: if no worker offers that much memory "
+        f"hashcdc: no Spark executor after {waited:.0f} s on {spark.sparkContext.master}; "
+        f"Spark waits. Executors are asked with {asked}: if no worker offers that much memory "
         "and that many free cores, lower them or add workers (the master's web UI lists what "
         "each worker offers; docs/cluster.md)."
     )

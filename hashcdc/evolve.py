@@ -104,12 +104,13 @@ def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
             restored.append(persisted.name)
         if not spark.catalog.tableExists(persisted.name):
             continue
-        plan = _plan(spark.table(persisted.name).schema, persisted, table, problems)
+        existing = spark.table(persisted.name).schema
+        plan = _plan(existing, persisted, table, problems)
         rebucket = _new_bucket_count(spark, persisted, table)
         if rebucket:
             plan = dataclasses.replace(
                 plan,
-                rewrite=plan.rewrite or [f"`{f.name}`" for f in spark.table(persisted.name).schema],
+                rewrite=plan.rewrite or [f"`{f.name}`" for f in existing],
                 buckets=rebucket,
             )
         if plan.added or plan.rewrite:

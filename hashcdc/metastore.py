@@ -207,7 +207,7 @@ def _jdbc_metastore(settings: dict[str, Any] | None) -> dict[str, str] | None:
     """The JDO settings of a metastore database on a server, or None (Derby, or thrift)."""
     settings = settings or {}
     url = str(settings.get(CONNECTION_URL) or "")
-    if str(settings.get(METASTORE_URIS) or "").strip() or _DERBY_DATABASE.match(url):
+    if str(settings.get(METASTORE_URIS) or "").strip() or embedded_metastore_dir(settings):
         return None
     if not url.startswith("jdbc:"):
         raise HashcdcError(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,8 +61,6 @@ def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list
 
     Colour codes only on a terminal: never in dbt's log file, a pipe or a redirect.
     """
-    import sys
-
     return [
         command,
         "--project-dir",
