@@ -1,4 +1,4 @@
-"""The ``hashcdc`` command: validate, generate, run, replay, query, demo, datagen, bench.
+"""The ``hashcdc`` command: validate, check, generate, run, replay, status, report, drop, ….
 
 Run it from the project folder, like dbt. Every user-facing failure is one message on
 stderr and a non-zero exit status, never a stack trace.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime as dt
 import json
 import os
 import sys
@@ -16,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hashcdc import generate
-from hashcdc.config import EXTRACT_TYPES, SCHEMA, load_table_configs
+from hashcdc import audit, generate
+from hashcdc.config import EXTRACT_TYPES, SCHEMA, TableConfig, load_table_configs
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 from hashcdc.lock import table_locks
@@ -60,6 +61,156 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     project_dir = find_project_dir(args.project_dir)
     tables = load_table_configs(project_dir / "tables")
     print(f"{len(tables)} table config(s) valid: {', '.join(t.name for t in tables)}")
+    return _report_stale_models(project_dir, tables)
+
+
+def _report_stale_models(project_dir: Path, tables: list[TableConfig]) -> int:
+    """Say whether the generated models match the configs; 1 when they do not."""
+    problems = generate.check(project_dir, tables)
+    if problems:
+        print(
+            "generated models are out of date (run `hashcdc generate`):\n"
+            + "\n".join(f"  - {p}" for p in problems),
+            file=sys.stderr,
+        )
+        return 1
+    print("generated models are current")
+    return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """Everything a run needs, checked before it: configs, models and the dates' extracts."""
+    from hashcdc.errors import InputDataError
+    from hashcdc.project import files_session
+    from hashcdc.stage import checked_extract
+
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    print(f"{len(tables)} table config(s) valid: {', '.join(t.name for t in tables)}")
+    status = _report_stale_models(project_dir, tables)
+    selected = [t for t in tables if t.enabled and (not args.select or t.name in args.select)]
+    if not args.date or not selected:
+        return status
+    os.chdir(project_dir)
+    spark = files_session(project_dir, args.target)
+    for business_date in sorted(set(args.date)):
+        for table in selected:
+            try:
+                files = checked_extract(spark, table, business_date)
+            except InputDataError as problem:
+                print(f"{business_date} {problem}", file=sys.stderr)
+                status = 1
+            else:
+                print(f"{business_date} table '{table.name}': {len(files)} file(s), columns match")
+    return status
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    """One line per table: paused or not, last date and run, counts, lag."""
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    runs = audit.latest_runs(spark, audit.audit_table(project_dir))
+    audit.console().print(audit.status_table(tables, runs, dt.date.today()))
+    return 0
+
+
+def _cmd_drop(args: argparse.Namespace) -> int:
+    """Remove a table: its config and generated models, and (confirmed) its relations."""
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    table = next((t for t in tables if t.name == args.name), None)
+    if table is None:
+        raise HashcdcError(
+            f"no table '{args.name}'; configured: {', '.join(t.name for t in tables) or 'none'}"
+        )
+    files = [project_dir / table.config_file] + [
+        project_dir / g.path for g in generate.generated_files([table])
+    ]
+    relations = generate.relations(table)
+    print(f"table '{table.name}': the config and generated models:")
+    print("\n".join(f"  {_shown(f)}" for f in files if f.exists()))
+    drop_data = not args.keep_data
+    if drop_data:
+        print(f"and its data: {', '.join(name for name, _ in relations)}")
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise HashcdcError(
+                    "dropping data needs confirmation: run it in a terminal, or add --yes "
+                    "(or --keep-data to remove only the config and models)"
+                )
+            answer = input(f"Type '{table.name}' to drop its data for good: ").strip()
+            if answer != table.name:
+                print("nothing dropped")
+                return 1
+    if drop_data:
+        os.chdir(project_dir)
+        spark = spark_session(project_dir, args.target)
+        with table_locks(spark, [table.name]):
+            for name, is_view in relations:
+                spark.sql(f"drop {'view' if is_view else 'table'} if exists {name}")
+    for path in files:
+        path.unlink(missing_ok=True)
+    for folder in {f.parent for f in files}:
+        if folder.exists() and not any(folder.iterdir()):
+            folder.rmdir()
+    print(
+        f"dropped table '{table.name}'"
+        + ("" if drop_data else " (its data is kept)")
+        + f"; its runs stay in {audit.audit_table(project_dir)}"
+    )
+    return 0
+
+
+def _cmd_init(args: argparse.Namespace) -> int:
+    """Write tables/NAME.yml from a sample extract; the user marks the keys."""
+    from hashcdc.sample import table_yaml_from_sample
+
+    project_dir = find_project_dir(args.project_dir)
+    target = project_dir / "tables" / f"{args.name}.yml"
+    if target.exists() and not args.force:
+        raise HashcdcError(f"{_shown(target)} exists; choose another name or add --force")
+    text = table_yaml_from_sample(project_dir, args.name, args.sample, args.delimiter)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {_shown(target)} from {args.sample}")
+    print(
+        "next: mark the key column(s) with `key: true`, check the types and source.path, "
+        f"then `hashcdc generate` and `hashcdc check --date YYYY-MM-DD --select {args.name}`"
+    )
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    """Write one self-contained HTML page with charts of every run in the audit."""
+    from hashcdc.report import write_report
+
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    out = write_report(spark, audit.audit_table(project_dir), tables, args.out, dt.date.today())
+    print(f"wrote {_shown(out.resolve())}")
+    return 0
+
+
+def _cmd_docs(args: argparse.Namespace) -> int:
+    """Generate dbt docs as one page (target/static_index.html); --serve serves them."""
+    project_dir = find_project_dir(args.project_dir)
+    os.chdir(project_dir)
+    spark_session(project_dir, args.target)
+    target = ["--target", args.target] if args.target else []
+    generate_args = ["--static", "--vars", business_date_vars(dt.date.today().isoformat()), *target]
+    if not invoke_dbt(dbt_args("docs", project_dir, ["generate", *generate_args])).success:
+        raise HashcdcError("dbt docs generate failed (see the dbt output above)")
+    page = project_dir / "target" / "static_index.html"
+    print(f"docs: {_shown(page)} (one file: open it in a browser, or copy it anywhere)")
+    if args.serve:
+        print(f"serving target/ on http://127.0.0.1:{args.port} (Ctrl-C stops)")
+        invoke_dbt(
+            dbt_args("docs", project_dir, ["serve", "--port", str(args.port), "--no-browser"])
+        )
     return 0
 
 
@@ -84,8 +235,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ensure_generated(project_dir: Path, names: Sequence[str]) -> list[str]:
-    """Check the named tables exist and the models match tables/; returns all table names."""
+def _ensure_generated(project_dir: Path, names: Sequence[str]) -> list[TableConfig]:
+    """Check the named tables exist and the models match tables/; returns every config."""
     tables = load_table_configs(project_dir / "tables")
     if not tables:
         raise HashcdcError(
@@ -104,7 +255,63 @@ def _ensure_generated(project_dir: Path, names: Sequence[str]) -> list[str]:
             "the models are out of date with tables/ (run `hashcdc generate` first):\n"
             + "\n".join(f"  - {p}" for p in problems)
         )
-    return sorted(known)
+    return sorted(tables, key=lambda t: t.name)
+
+
+def _active_tables(tables: Sequence[TableConfig], selected: Sequence[str]) -> list[str]:
+    """The tables a run processes: the selected (or all) ones, less the paused ones.
+
+    Says which tables are paused; a paused table named in ``--select`` is refused.
+    """
+    paused = [t for t in tables if not t.enabled]
+    named_paused = [t for t in paused if t.name in selected]
+    if named_paused:
+        raise HashcdcError(
+            f"table(s) {', '.join(t.name for t in named_paused)} paused (enabled: false in "
+            f"{', '.join(t.config_file for t in named_paused)}): set enabled: true (or remove "
+            "the line), run `hashcdc generate`, then run again"
+        )
+    if paused and not selected:
+        print(f"paused, skipped: {', '.join(t.name for t in paused)} (enabled: false)")
+    active = [t.name for t in tables if t.enabled and (not selected or t.name in selected)]
+    if not active:
+        raise HashcdcError("every table is paused (enabled: false): nothing to run")
+    return active
+
+
+def _run_log_dir(project_dir: Path, command: str) -> Path:
+    """A new folder under logs/ for one hashcdc command's dbt log (dbt.log)."""
+    stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
+    folder = project_dir / "logs" / f"{command}-{stamp}"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _build_dates(
+    spark: Any,
+    project_dir: Path,
+    dates_and_args: Sequence[tuple[str, list[str]]],
+    log_dir: Path,
+) -> str | None:
+    """``dbt build`` each business date in turn, printing a header and the date's summary.
+
+    Returns the first date that failed (the later ones are not run), or None.
+    """
+    from dbt_common.invocation import get_invocation_id
+
+    out = audit.console()
+    table = audit.audit_table(project_dir)
+    for business_date, extra in dates_and_args:
+        out.rule(f"business date {business_date}")
+        result = invoke_dbt(dbt_args("build", project_dir, [*extra, "--log-path", str(log_dir)]))
+        rows = audit.invocation_rows(spark, table, [get_invocation_id()])
+        if rows:
+            audit.print_summary(rows, out)
+        else:
+            out.print(f"no table of {business_date} reached its state model (dbt output above)")
+        if not result.success:
+            return business_date
+    return None
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -112,7 +319,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from hashcdc.cluster import executor_report
 
     project_dir = find_project_dir(args.project_dir)
-    tables = _ensure_generated(project_dir, args.select or [])
+    tables = _active_tables(_ensure_generated(project_dir, args.select or []), args.select or [])
     os.chdir(project_dir)
     if args.profile:
         event_log_dir = project_dir / "target" / "spark-events"
@@ -120,29 +327,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
         os.environ["HASHCDC_EVENT_LOG"] = "true"
         os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
     spark = spark_session(project_dir, args.target)
-    dates, failed = sorted(set(args.date)), None
-    with table_locks(spark, args.select or tables):
-        for business_date in dates:
-            extra = [
+    dates = sorted(set(args.date))
+    log_dir = _run_log_dir(project_dir, "run")
+    runs = [
+        (
+            business_date,
+            [
                 "--vars",
                 business_date_vars(business_date, args.allow_mass_delete),
                 *table_selector(args.select or []),
                 *(["--target", args.target] if args.target else []),
-            ]
-            started = time.perf_counter()
-            result = invoke_dbt(dbt_args("build", project_dir, extra))
-            if args.profile:
+            ],
+        )
+        for business_date in dates
+    ]
+    with table_locks(spark, tables):
+        if args.profile:
+            failed = None
+            for business_date, extra in runs:
+                started = time.perf_counter()
+                result = invoke_dbt(dbt_args("build", project_dir, extra))
                 _print_profile(project_dir, result, time.perf_counter() - started)
-            if not result.success:
-                failed = business_date
-                break
+                if not result.success:
+                    failed = business_date
+                    break
+        else:
+            failed = _build_dates(spark, project_dir, runs, log_dir)
     report = executor_report(spark)
     if report:
         print(report)
+    print(f"full log: {_shown(log_dir / 'dbt.log')}")
     if failed:
         later = [d for d in dates if d > failed]
         print(
-            f"hashcdc run --date {failed}: failed (see the dbt output above)"
+            f"hashcdc run --date {failed}: failed (see the summary above; `hashcdc status` "
+            f"shows every table); fix the cause and run the date again"
             + (f"; not run: {', '.join(later)}" if later else ""),
             file=sys.stderr,
         )
@@ -150,14 +369,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _shown(path: Path) -> str:
+    """A path as the user should read it: relative to the working folder when inside it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     """Re-run ``--from`` and every later processed date, in order, from the landing files."""
     from hashcdc.replay import replay_plan
 
     project_dir = find_project_dir(args.project_dir)
-    tables = args.select or _ensure_generated(project_dir, [])
-    if args.select:
-        _ensure_generated(project_dir, tables)
+    tables = _active_tables(_ensure_generated(project_dir, args.select or []), args.select or [])
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
     target = ["--target", args.target] if args.target else []
@@ -168,23 +393,31 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             return 0
         dates = sorted(plan)
         print(f"hashcdc replay: {len(dates)} date(s) from {dates[0]} to {dates[-1]}")
-        for business_date in dates:
-            # The last date runs as a normal run: in order again, and it prunes snapshots.
-            replaying = business_date != dates[-1]
-            extra = [
-                "--vars",
-                business_date_vars(business_date, args.allow_mass_delete, replay=replaying),
-                *table_selector(plan[business_date]),
-                *target,
-            ]
-            if not invoke_dbt(dbt_args("build", project_dir, extra)).success:
-                print(
-                    f"hashcdc replay: stopped at {business_date} (see the dbt output above); "
-                    f"the dates before it are recomputed. Fix the cause and run `hashcdc "
-                    f"replay --from {business_date}`.",
-                    file=sys.stderr,
-                )
-                return 1
+        # The last date runs as a normal run: in order again, and it prunes snapshots.
+        runs = [
+            (
+                business_date,
+                [
+                    "--vars",
+                    business_date_vars(
+                        business_date, args.allow_mass_delete, replay=business_date != dates[-1]
+                    ),
+                    *table_selector(plan[business_date]),
+                    *target,
+                ],
+            )
+            for business_date in dates
+        ]
+        log_dir = _run_log_dir(project_dir, "replay")
+        failed = _build_dates(spark, project_dir, runs, log_dir)
+    print(f"full log: {_shown(log_dir / 'dbt.log')}")
+    if failed:
+        print(
+            f"hashcdc replay: stopped at {failed} (see the summary above); the dates before "
+            f"it are recomputed. Fix the cause and run `hashcdc replay --from {failed}`.",
+            file=sys.stderr,
+        )
+        return 1
     print(f"hashcdc replay: recomputed {', '.join(dates)}")
     return 0
 
@@ -283,6 +516,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         "from {table} {where} group by operation order by operation"
     )
     summary: list[str] = []
+    log_dir = _run_log_dir(project_dir, "demo")
     for business_date in DEMO_DATES:
         extra = [
             "--vars",
@@ -290,9 +524,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             *table_selector([DEMO_TABLE]),
             "demo_expected_counts",
         ]
-        result = invoke_dbt(dbt_args("build", project_dir, extra))
-        if not result.success:
-            print(f"demo: business date {business_date} failed", file=sys.stderr)
+        if _build_dates(spark, project_dir, [(business_date, extra)], log_dir):
+            print(
+                f"demo: business date {business_date} failed (see above; full log: "
+                f"{_shown(log_dir / 'dbt.log')})",
+                file=sys.stderr,
+            )
             return 1
         current = spark.sql(
             counts_sql.format(relation="current", table=f"{DEMO_TABLE}_current", where="")
@@ -310,6 +547,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         )
     print("\nOperations per business date (table article_demo):")
     print("\n".join(summary))
+    print(f"full log: {_shown(log_dir / 'dbt.log')}")
     return 0
 
 
@@ -330,7 +568,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("validate", help="check every tables/*.yml; list every problem")
+    sub.add_parser(
+        "validate", help="check every tables/*.yml (listing every problem) and the models"
+    )
+    check = sub.add_parser(
+        "check",
+        help="before a run: configs, generated models, and each date's extract (present, "
+        "readable, columns as configured), without running dbt",
+    )
+    check.add_argument("--date", nargs="+", type=_date, default=[], help="YYYY-MM-DD")
+    check.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    check.add_argument("--target", help="profile target (default: local)")
+    status = sub.add_parser("status", help="one line per table: last run, counts, lag")
+    status.add_argument("--target", help="profile target (default: local)")
+    drop = sub.add_parser(
+        "drop", help="remove a table's config and models and, after confirmation, its data"
+    )
+    drop.add_argument("name")
+    drop.add_argument("--yes", action="store_true", help="drop the data without asking")
+    drop.add_argument("--keep-data", action="store_true", help="keep the tables and views")
+    drop.add_argument("--target", help="profile target (default: local)")
+    init = sub.add_parser("init", help="write tables/NAME.yml from a sample extract")
+    init.add_argument("name")
+    init.add_argument("--sample", required=True, type=Path, help="a CSV or parquet extract")
+    init.add_argument("--delimiter", default=",", help="CSV delimiter (default ,)")
+    init.add_argument("--force", action="store_true", help="overwrite tables/NAME.yml")
+    report = sub.add_parser("report", help="one HTML page with charts of every run")
+    report.add_argument("--out", type=Path, default=Path("target/report.html"))
+    report.add_argument("--target", help="profile target (default: local)")
+    docs = sub.add_parser("docs", help="generate dbt docs (one page); --serve to serve them")
+    docs.add_argument("--serve", action="store_true")
+    docs.add_argument("--port", type=int, default=8080)
+    docs.add_argument("--target", help="profile target (default: local)")
     sub.add_parser("schema", help="print the JSON Schema of tables/<name>.yml (for editors)")
 
     gen = sub.add_parser("generate", help="write the model files of every table config")
@@ -427,6 +696,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {
         "validate": _cmd_validate,
+        "check": _cmd_check,
+        "status": _cmd_status,
+        "drop": _cmd_drop,
+        "init": _cmd_init,
+        "report": _cmd_report,
+        "docs": _cmd_docs,
         "schema": _cmd_schema,
         "generate": _cmd_generate,
         "run": _cmd_run,

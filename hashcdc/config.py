@@ -224,6 +224,9 @@ class TableConfig:
     changes: ChangesConfig | None = None
     sensitive_grants: dict[str, list[str]] | None = None
     buckets: int | None = None
+    enabled: bool = _TABLE["enabled"]["default"]
+    history_retention_days: int | None = None
+    rejects_retention_days: int | None = None
     config_file: str = ""
 
     @property
@@ -773,6 +776,9 @@ def _build(raw: dict[str, Any], file: str) -> TableConfig:
         changes=changes,
         sensitive_grants=raw.get("sensitive_grants"),
         buckets=raw.get("buckets"),
+        enabled=raw.get("enabled", _TABLE["enabled"]["default"]),
+        history_retention_days=raw.get("history_retention_days"),
+        rejects_retention_days=raw.get("rejects_retention_days"),
         config_file=file,
     )
 

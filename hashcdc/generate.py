@@ -178,6 +178,13 @@ def _evolution_arguments(hash_column: str, shape_changes: str) -> str:
     return "".join(lines)
 
 
+def _retention_hook(days: int | None) -> str | None:
+    """The post-hook dropping partitions older than ``days`` before the business date."""
+    if days is None:
+        return None
+    return f"{{{{ hashcdc.drop_expired_partitions(this, {days}) }}}}"
+
+
 def sensitive_context(table: TableConfig, context: dict[str, Any]) -> dict[str, Any]:
     """The context of the sensitive models: the same templates over the sensitive columns."""
     sensitive = table.sensitive_columns
@@ -216,6 +223,9 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         # A Jinja expression in the models: the table's own count, else the project's var.
         "buckets": table.buckets or "var('hashcdc_buckets')",
         "clear_date_hook": CLEAR_DATE_HOOK,
+        "enabled": table.enabled,
+        "history_retention_hook": _retention_hook(table.history_retention_days),
+        "rejects_retention_hook": _retention_hook(table.rejects_retention_days),
         "state_model": f"{table.name}_state",
         "runs_after": None,
         "grants": None,

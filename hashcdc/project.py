@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,9 @@ def scratch_project(source: Path, root: Path) -> dict[str, str]:
 def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list[str]:
     """Arguments for a dbt command against the project and its ``profiles/`` folder.
 
-    Colour codes only on a terminal: never in dbt's log file, a pipe or a redirect.
+    Colour codes only on a terminal: never in dbt's log file, a pipe or a redirect. No
+    partial parsing: each business date is another ``--vars``, which makes dbt parse the
+    project again anyway (and say "Unable to do partial parsing" every time).
     """
     return [
         command,
@@ -68,6 +72,7 @@ def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list
         "--profiles-dir",
         str(project_dir / "profiles"),
         "--no-use-colors-file",
+        "--no-partial-parse",
         *([] if sys.stdout.isatty() else ["--no-use-colors"]),
         *extra,
     ]
@@ -131,6 +136,43 @@ def profile_output(project_dir: Path, target: str | None = None) -> dict[str, An
     return _render_env(profile["outputs"][chosen])
 
 
+# What the JVM prints on every start that says nothing to a user: Spark 4's launcher always
+# adds the incubating vector module, and the JVM announces it.
+JVM_NOISE = (b"WARNING: Using incubator modules",)
+
+
+def _forward_without_noise(source: int, destination: int) -> None:
+    with os.fdopen(source, "rb", buffering=0) as lines, os.fdopen(destination, "wb", 0) as out:
+        for line in iter(lines.readline, b""):
+            if not line.startswith(JVM_NOISE):
+                out.write(line)
+
+
+@contextlib.contextmanager
+def jvm_noise_filtered() -> Iterator[None]:
+    """Start the Spark JVM (if it starts here) with its stderr filtered of :data:`JVM_NOISE`.
+
+    The JVM inherits standard error when it is launched: for that moment, standard error is
+    a pipe read by a thread that passes every other line on, for as long as the JVM lives.
+    """
+    from pyspark import SparkContext
+
+    if SparkContext._gateway is not None:  # the JVM runs already
+        yield
+        return
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    kept = os.dup(2)
+    threading.Thread(target=_forward_without_noise, args=(read_end, kept), daemon=True).start()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(kept, 2)
+
+
 def session_with(settings: dict[str, Any] | None) -> Any:
     """The process's SparkSession with Hive support and ``settings``.
 
@@ -146,9 +188,28 @@ def session_with(settings: dict[str, Any] | None) -> Any:
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in (settings or {}).items():
         builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
+    with jvm_noise_filtered():
+        spark = builder.getOrCreate()
     prepare_shared_metastore(spark, settings)
     watch_executors(spark)
+    return spark
+
+
+def files_session(project_dir: Path, target: str | None = None) -> Any:
+    """A SparkSession that only reads files from the driver (``hashcdc check``).
+
+    No metastore (it works while a run holds the embedded one) and no executors; the
+    profile's storage settings (``spark.hadoop.*``, extra jars) apply.
+    """
+    from pyspark.sql import SparkSession
+
+    settings = profile_output(project_dir, target).get("server_side_parameters") or {}
+    builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+    for key, value in settings.items():
+        if key.startswith("spark.hadoop.") or key in ("spark.driver.extraClassPath", "spark.jars"):
+            builder = builder.config(key, str(value))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 

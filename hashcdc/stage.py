@@ -132,17 +132,14 @@ def typecast_and_hash(
     """
     table = TableConfig.from_dict(table_data)
     date = parse_business_date(business_date)
-    files = extract_files(spark, table, date)
+    files = checked_extract(spark, table, date)
     if schema:
         evolve_tables(spark, schema, table)
     # The columns the date's extract carries, with the types it is read with.
     read = table.as_read_on(date)
     if table.is_feed:
-        if table.source.format in EVENT_FORMATS:
-            report_new_event_fields(spark, table, files, date)
         prior = PriorSnapshot.read(spark, state_table(schema, table), date)
-        return _stage_columns(_event_stage(spark, read, files, prior, date), table, date)
-    check_header(spark, read, files, date)
+        return _stage_columns(_event_stage(spark, read, files, prior), table, date)
     typed = _typed_with_errors(read_rows(spark, read, files), read)
     hashed = with_hashes(typed, row_hashes(read))
     if table.duplicates_keep_last_by:
@@ -150,14 +147,34 @@ def typecast_and_hash(
     return _stage_columns(hashed, table, date)
 
 
+def checked_extract(spark: SparkSession, table: TableConfig, business_date: str) -> list[str]:
+    """The files of a table's extract for a date, once they are known to fit the config.
+
+    They must exist, and their header (CSV) or columns (parquet) must match the columns
+    the date's extract carries; JSON events with fields the config lacks are reported.
+    ``hashcdc check`` runs the same checks before a run.
+
+    Raises
+    ------
+    InputDataError
+        When there is no extract, or it has other columns than the config.
+
+    """
+    files = extract_files(spark, table, business_date)
+    if table.is_feed and table.source.format in EVENT_FORMATS:
+        report_new_event_fields(spark, table, files, business_date)
+    else:
+        check_header(spark, table.as_read_on(business_date), files, business_date)
+    return files
+
+
 def _event_stage(
-    spark: SparkSession, table: TableConfig, files: list[str], prior: PriorSnapshot, date: str
+    spark: SparkSession, table: TableConfig, files: list[str], prior: PriorSnapshot
 ) -> DataFrame:
     """The events of a change feed, cast and hashed: one row per event (:mod:`hashcdc.feed`)."""
     if table.source.format in EVENT_FORMATS:
         raw = raw_events(spark, table, files)
     else:
-        check_header(spark, table, files, date)
         raw = raw_table_events(read_rows(spark, table, files), table)
     return typed_events(raw, table, values_map(table), prior)
 

@@ -1,0 +1,174 @@
+"""What happened: the run audit table, the summary after a run, and ``hashcdc status``.
+
+dbt writes the audit (the on-run-end hook ``hashcdc.record_cdc_runs``): one row per table,
+business date and dbt invocation, failed runs included, appended and never overwritten.
+This module only reads it, in the session that ran the dates.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from hashcdc.config import TableConfig
+
+AUDIT_TABLE_VAR = "hashcdc_audit_table"
+# The operation counts as the audit stores them, with their letters, in display order.
+OPERATIONS = (
+    ("I", "inserted"),
+    ("U", "updated"),
+    ("D", "deleted"),
+    ("X", "not_supplied"),
+    ("N", "unchanged"),
+)
+STATUS_STYLES = {"success": "green", "warn": "yellow", "error": "bold red", "skipped": "yellow"}
+
+
+def console() -> Console:
+    """A console for tables: colour only on a terminal, wide enough for a log file."""
+    if sys.stdout.isatty():
+        return Console()
+    return Console(width=140, no_color=True, highlight=False)
+
+
+def audit_table(project_dir: Path) -> str:
+    """The audit table's name: ``vars.hashcdc_audit_table`` of ``dbt_project.yml``."""
+    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text(encoding="utf-8"))
+    return str(project["vars"][AUDIT_TABLE_VAR])
+
+
+def _exists(spark: Any, table: str) -> bool:
+    return bool(spark.catalog.tableExists(table))
+
+
+def invocation_rows(spark: Any, table: str, invocation_ids: Sequence[str]) -> list[Any]:
+    """The audit rows of some dbt invocations, by business date and table."""
+    if not invocation_ids or not _exists(spark, table):
+        return []
+    ids = ", ".join(f"'{i}'" for i in invocation_ids)
+    return spark.sql(
+        f"select * from {table} where invocation_id in ({ids}) order by business_date, table_name"
+    ).collect()
+
+
+def _count(value: Any) -> str:
+    return "" if value is None else f"{value:,}"
+
+
+def summary_table(business_date: str, rows: Sequence[Any]) -> Table:
+    """The summary of one business date: a line per table."""
+    table = Table(title=f"business date {business_date}", title_justify="left")
+    table.add_column("table")
+    table.add_column("status")
+    for heading in ("rows in", "rejects", *(letter for letter, _ in OPERATIONS), "state rows"):
+        table.add_column(heading, justify="right")
+    table.add_column("seconds", justify="right")
+    for row in rows:
+        table.add_row(
+            row.table_name,
+            f"[{STATUS_STYLES.get(row.status, '')}]{row.status}[/]",
+            _count(row.rows_in),
+            _count(row.rejects),
+            *(_count(row[column]) for _, column in OPERATIONS),
+            _count(row.state_rows_after),
+            f"{row.seconds:.1f}",
+        )
+    return table
+
+
+def print_summary(rows: Sequence[Any], out: Console | None = None) -> None:
+    """Print one summary table per business date, then each failure's message."""
+    out = out or console()
+    for business_date in sorted({str(r.business_date) for r in rows}):
+        out.print(
+            summary_table(business_date, [r for r in rows if str(r.business_date) == business_date])
+        )
+    for row in rows:
+        if row.error_message:
+            out.print(f"{row.table_name} {row.business_date}: {row.error_message}", markup=False)
+
+
+def latest_runs(spark: Any, table: str) -> dict[str, dict[str, Any]]:
+    """Per table: its latest audit row, and the latest date it processed successfully."""
+    if not _exists(spark, table):
+        return {}
+    rows = spark.sql(
+        f"""
+        with ranked as (
+            select *, row_number() over (partition by table_name order by ended_at desc) as rank
+            from {table}
+        ),
+        processed as (
+            select table_name, max(business_date) as last_processed
+            from {table}
+            where status in ('success', 'warn')
+            group by table_name
+        )
+        select ranked.*, processed.last_processed
+        from ranked left join processed on ranked.table_name = processed.table_name
+        where ranked.rank = 1
+        """
+    ).collect()
+    return {row.table_name: row.asDict() for row in rows}
+
+
+def lag_text(table: TableConfig, run: dict[str, Any], today: dt.date) -> str:
+    """How far behind a table is.
+
+    Snapshot tables: days from the last processed business date to ``today``. Feeds: the
+    latest applied event's time against now (when the sequence carries a time), and the
+    events per second of the last run.
+    """
+    last = run.get("last_processed")
+    if last is None:
+        return "nothing processed"
+    days = f"{(today - last).days} day(s)"
+    if not table.is_feed:
+        return days
+    parts = [days]
+    if run.get("latest_event_at") is not None:
+        behind = dt.datetime.now() - run["latest_event_at"]
+        parts.append(f"last event {behind.total_seconds() / 3600:.1f} h ago")
+    elif run.get("watermark"):
+        parts.append(f"watermark {run['watermark']}")
+    if run.get("rows_in") and run.get("seconds"):
+        parts.append(f"{run['rows_in'] / run['seconds']:,.0f} events/s")
+    return ", ".join(parts)
+
+
+def status_table(
+    tables: Sequence[TableConfig], runs: dict[str, dict[str, Any]], today: dt.date
+) -> Table:
+    """``hashcdc status``: one line per configured table."""
+    out = Table()
+    for heading in ("table", "enabled", "type", "last date", "last run", "at"):
+        out.add_column(heading)
+    out.add_column("I/U/D/X/N", justify="right")
+    out.add_column("rejects", justify="right")
+    out.add_column("lag")
+    for table in tables:
+        run = runs.get(table.name)
+        enabled = "yes" if table.enabled else "[yellow]paused[/]"
+        if run is None:
+            out.add_row(table.name, enabled, table.extract_type, "", "never run", "", "", "", "")
+            continue
+        counts = "/".join(_count(run[column]) or "-" for _, column in OPERATIONS)
+        out.add_row(
+            table.name,
+            enabled,
+            table.extract_type,
+            str(run["last_processed"] or ""),
+            f"[{STATUS_STYLES.get(run['status'], '')}]{run['status']}[/] ({run['business_date']})",
+            run["ended_at"].strftime("%Y-%m-%d %H:%M"),
+            counts,
+            _count(run["rejects"]),
+            lag_text(table, run, today),
+        )
+    return out

@@ -1,0 +1,229 @@
+{% macro record_cdc_runs(results) %}
+    {{ return(adapter.dispatch('record_cdc_runs', 'hashcdc')(results)) }}
+{% endmacro %}
+
+
+{% macro default__record_cdc_runs(results) %}
+    {#- On-run-end hook: append one cdc_runs row per table whose state model was part of
+        this run (built, failed or skipped). Other commands (docs generate, compile, test)
+        write nothing, and nothing is ever overwritten. -#}
+    {%- if not execute or flags.WHICH not in ('run', 'build', 'retry') -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set by_table = hashcdc._results_by_table(results) -%}
+    {%- set rows = [] -%}
+    {%- for table_name in by_table | sort -%}
+        {%- set row = hashcdc._cdc_run_row(table_name, by_table[table_name]) -%}
+        {%- if row -%}
+            {%- do rows.append(row) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if rows -%}
+        {%- set audit = hashcdc.cdc_runs_relation() -%}
+        {%- do run_query(hashcdc._cdc_runs_ddl(audit)) -%}
+        {%- do run_query('insert into ' ~ audit ~ '\n' ~ rows | join('\nunion all\n')) -%}
+    {%- endif -%}
+    {{ return('') }}
+{% endmacro %}
+
+
+{% macro cdc_runs_relation() %}
+    {#- The run audit table, in the target's schema. -#}
+    {{ return(api.Relation.create(schema=target.schema, identifier=var('hashcdc_audit_table'), type='table')) }}
+{% endmacro %}
+
+
+{% macro _cdc_runs_ddl(audit) %}
+    {%- set ddl -%}
+        create table if not exists {{ audit }} (
+            invocation_id string,
+            table_name string,
+            business_date date,
+            command string,
+            target_name string,
+            status string,
+            error_message string,
+            started_at timestamp,
+            ended_at timestamp,
+            seconds double,
+            model_seconds map<string, double>,
+            rows_in bigint,
+            rejects bigint,
+            inserted bigint,
+            updated bigint,
+            deleted bigint,
+            not_supplied bigint,
+            unchanged bigint,
+            state_rows_before bigint,
+            state_rows_after bigint,
+            watermark string,
+            latest_event_at timestamp
+        ) using parquet
+    {%- endset -%}
+    {{ return(ddl) }}
+{% endmacro %}
+
+
+{% macro _node_table_name(node) %}
+    {#- The hashcdc table a result's node belongs to (tests: the model they test). -#}
+    {%- set own = node.config.meta.get('hashcdc_table_name') -%}
+    {%- if own -%}
+        {{ return(own) }}
+    {%- endif -%}
+    {%- for parent in node.depends_on.nodes -%}
+        {%- set parent_node = graph.nodes.get(parent) -%}
+        {%- if parent_node and parent_node.config.meta.get('hashcdc_table_name') -%}
+            {{ return(parent_node.config.meta.get('hashcdc_table_name')) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(none) }}
+{% endmacro %}
+
+
+{% macro _results_by_table(results) %}
+    {%- set by_table = {} -%}
+    {%- for result in results -%}
+        {%- set table_name = hashcdc._node_table_name(result.node) -%}
+        {%- if table_name -%}
+            {%- do by_table.setdefault(table_name, []).append(result) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(by_table) }}
+{% endmacro %}
+
+
+{% macro _sql_text(value) %}
+    {#- A Spark SQL string literal of `value`, or null. -#}
+    {%- if value is none -%}
+        {{ return('cast(null as string)') }}
+    {%- endif -%}
+    {{ return("'" ~ (value | string | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'") }}
+{% endmacro %}
+
+
+{% macro _cdc_run_status(table_results, state_result) %}
+    {#- error: a model failed or a test failed or erred; skipped: the state was not built
+        (an upstream table failed); warn: a test warned (rejected rows); else success. -#}
+    {%- set statuses = table_results | map(attribute='status') | map('string') | list -%}
+    {%- if 'error' in statuses or 'fail' in statuses or 'runtime error' in statuses -%}
+        {{ return('error') }}
+    {%- elif state_result.status | string == 'skipped' -%}
+        {{ return('skipped') }}
+    {%- elif 'warn' in statuses -%}
+        {{ return('warn') }}
+    {%- endif -%}
+    {{ return('success') }}
+{% endmacro %}
+
+
+{% macro _cdc_run_row(table_name, table_results) %}
+    {#- The select of one cdc_runs row: timings and statuses from dbt's results, counts from
+        the stage and the date's state snapshot (only when the state was built). -#}
+    {%- set found = {} -%}
+    {%- for result in table_results -%}
+        {%- if result.node.resource_type == 'model' -%}
+            {%- do found.update({result.node.name: result}) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set state_result = found.get(table_name ~ '_state') -%}
+    {%- set stage_result = found.get('stg_' ~ table_name) -%}
+    {%- if state_result is none or stage_result is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set status = hashcdc._cdc_run_status(table_results, state_result) -%}
+    {%- set messages = [] -%}
+    {%- set starts, ends, model_seconds = [], [], [] -%}
+    {%- for result in table_results -%}
+        {%- if result.status | string in ('error', 'fail', 'runtime error') and result.message -%}
+            {%- do messages.append(result.node.name ~ ': ' ~ result.message) -%}
+        {%- endif -%}
+        {%- for step in result.timing -%}
+            {%- do starts.append(step.started_at) if step.started_at -%}
+            {%- do ends.append(step.completed_at) if step.completed_at -%}
+        {%- endfor -%}
+        {%- if result.node.resource_type == 'model' -%}
+            {%- do model_seconds.append(
+                "'" ~ result.node.name ~ "', cast(" ~ (result.execution_time or 0) ~ " as double)"
+            ) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- set started_at = (starts | min) if starts else run_started_at -%}
+    {%- set ended_at = (ends | max) if ends else started_at -%}
+    {%- set table_config = stage_result.node.config.meta.get('hashcdc_table', {}) -%}
+    {%- set is_feed = table_config.get('extract_type') == 'changes' -%}
+    {%- set business_date = hashcdc.business_date() -%}
+    {%- set counted = state_result.status | string == 'success' -%}
+    {%- set previous_date = hashcdc.previous_state_date(
+        state_result.node.relation_name, business_date) if counted else none -%}
+    {%- set event_time = hashcdc._watermark_time(table_config) if is_feed else none -%}
+    {%- set row -%}
+        select
+            '{{ invocation_id }}' as invocation_id,
+            '{{ table_name }}' as table_name,
+            date'{{ business_date }}' as business_date,
+            '{{ flags.WHICH }}' as command,
+            '{{ target.name }}' as target_name,
+            '{{ status }}' as status,
+            {{ hashcdc._sql_text(messages | join('\n') if messages else none) }} as error_message,
+            timestamp'{{ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as started_at,
+            timestamp'{{ ended_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as ended_at,
+            cast({{ (ended_at - started_at).total_seconds() }} as double) as seconds,
+            cast(map({{ model_seconds | join(', ') }}) as map<string, double>) as model_seconds,
+        {%- if counted %}
+            incoming.rows_in,
+            incoming.rejects,
+            snapshot.inserted,
+            snapshot.updated,
+            snapshot.deleted,
+            snapshot.not_supplied,
+            snapshot.unchanged,
+            snapshot.state_rows_before,
+            snapshot.state_rows_after,
+            {{ 'to_json(snapshot.watermark)' if is_feed else 'cast(null as string)' }} as watermark,
+            {{ ('cast(snapshot.watermark.' ~ event_time ~ ' as timestamp)') if event_time else 'cast(null as timestamp)' }} as latest_event_at
+        from (
+            select count(*) as rows_in, count_if(_row_errors is not null) as rejects
+            from {{ stage_result.node.relation_name }}
+        ) as incoming
+        cross join (
+            select
+                count_if(business_date = date'{{ business_date }}' and operation = 'I') as inserted,
+                count_if(business_date = date'{{ business_date }}' and operation = 'U') as updated,
+                count_if(business_date = date'{{ business_date }}' and operation = 'D') as deleted,
+                count_if(business_date = date'{{ business_date }}' and operation = 'X') as not_supplied,
+                count_if(business_date = date'{{ business_date }}' and operation = 'N') as unchanged,
+                count_if(
+                    business_date = date'{{ previous_date or business_date }}'
+                    and {{ 'true' if previous_date else 'false' }}
+                    and operation in ('I', 'U', 'N', 'X')
+                ) as state_rows_before,
+                count_if(
+                    business_date = date'{{ business_date }}' and operation in ('I', 'U', 'N', 'X')
+                ) as state_rows_after,
+                {{ "max_by(event_sequence, operation = 'W' and business_date = date'" ~ business_date ~ "')" if is_feed else 'null' }} as watermark
+            from {{ state_result.node.relation_name }}
+            where business_date in (date'{{ business_date }}', date'{{ previous_date or business_date }}')
+        ) as snapshot
+        {%- else %}
+            {% for column in ['rows_in', 'rejects', 'inserted', 'updated', 'deleted', 'not_supplied',
+                'unchanged', 'state_rows_before', 'state_rows_after'] -%}
+            cast(null as bigint) as {{ column }},
+            {% endfor -%}
+            cast(null as string) as watermark,
+            cast(null as timestamp) as latest_event_at
+        {%- endif %}
+    {%- endset -%}
+    {{ return(row) }}
+{% endmacro %}
+
+
+{% macro _watermark_time(table_config) %}
+    {#- The field of a feed's event sequence that tells when an event happened: the first
+        sequence_by field of type timestamp, or none. -#}
+    {%- for field in (table_config.get('changes') or {}).get('sequence_by', []) -%}
+        {%- if field.get('type') == 'timestamp' -%}
+            {{ return(modules.re.sub('[^A-Za-z0-9_]', '_', field.get('field')) | lower) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(none) }}
+{% endmacro %}
