@@ -69,12 +69,12 @@ def _report_stale_models(project_dir: Path, tables: list[TableConfig]) -> int:
     problems = generate.check(project_dir, tables)
     if problems:
         print(
-            "generated models are out of date (run `hashcdc generate`):\n"
+            "generated models are out of date with tables/ (run `hashcdc generate`):\n"
             + "\n".join(f"  - {p}" for p in problems),
             file=sys.stderr,
         )
         return 1
-    print("generated models are current")
+    print(f"generated models are current ({len(tables)} table config(s))")
     return 0
 
 
@@ -201,16 +201,14 @@ def _cmd_docs(args: argparse.Namespace) -> int:
     os.chdir(project_dir)
     spark_session(project_dir, args.target)
     target = ["--target", args.target] if args.target else []
-    generate_args = ["--static", "--vars", business_date_vars(dt.date.today().isoformat()), *target]
-    if not invoke_dbt(dbt_args("docs", project_dir, ["generate", *generate_args])).success:
+    generate_args = ["--static", *target]
+    if not invoke_dbt(dbt_args("docs generate", project_dir, generate_args)).success:
         raise HashcdcError("dbt docs generate failed (see the dbt output above)")
     page = project_dir / "target" / "static_index.html"
     print(f"docs: {_shown(page)} (one file: open it in a browser, or copy it anywhere)")
     if args.serve:
         print(f"serving target/ on http://127.0.0.1:{args.port} (Ctrl-C stops)")
-        invoke_dbt(
-            dbt_args("docs", project_dir, ["serve", "--port", str(args.port), "--no-browser"])
-        )
+        invoke_dbt(dbt_args("docs serve", project_dir, ["--port", str(args.port), "--no-browser"]))
     return 0
 
 
@@ -218,16 +216,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     project_dir = find_project_dir(args.project_dir)
     tables = load_table_configs(project_dir / "tables")
     if args.check:
-        problems = generate.check(project_dir, tables)
-        if problems:
-            print(
-                "generated files differ from tables/ (run `hashcdc generate`):\n"
-                + "\n".join(f"  - {p}" for p in problems),
-                file=sys.stderr,
-            )
-            return 1
-        print(f"generated files match {len(tables)} table config(s)")
-        return 0
+        return _report_stale_models(project_dir, tables)
     changed = generate.write(project_dir, tables)
     for path in changed:
         print(f"wrote {path}")
@@ -326,8 +315,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         event_log_dir.mkdir(parents=True, exist_ok=True)
         os.environ["HASHCDC_EVENT_LOG"] = "true"
         os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
-    spark = spark_session(project_dir, args.target)
     dates = sorted(set(args.date))
+    print(
+        f"hashcdc run: {len(dates)} date(s) ({dates[0]}..{dates[-1]}) of {', '.join(tables)}; "
+        "starting Spark",
+        flush=True,
+    )
+    spark = spark_session(project_dir, args.target)
     log_dir = _run_log_dir(project_dir, "run")
     runs = [
         (
@@ -498,6 +492,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
+    print(
+        f"hashcdc demo: starting Spark, then generating the extracts of {DEMO_TABLE} "
+        f"for {', '.join(DEMO_DATES)}",
+        flush=True,
+    )
     spark = spark_session(project_dir)
     options = datagen.DatagenOptions(
         table_name=DEMO_TABLE,

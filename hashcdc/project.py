@@ -66,7 +66,7 @@ def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list
     project again anyway (and say "Unable to do partial parsing" every time).
     """
     return [
-        command,
+        *command.split(),  # "build", or a command and its subcommand: "docs generate"
         "--project-dir",
         str(project_dir),
         "--profiles-dir",
@@ -206,9 +206,14 @@ def files_session(project_dir: Path, target: str | None = None) -> Any:
     settings = profile_output(project_dir, target).get("server_side_parameters") or {}
     builder = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
     for key, value in settings.items():
-        if key.startswith("spark.hadoop.") or key in ("spark.driver.extraClassPath", "spark.jars"):
+        if key.startswith("spark.hadoop.") or key in (
+            "spark.driver.extraClassPath",
+            "spark.driver.extraJavaOptions",
+            "spark.jars",
+        ):
             builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
+    with jvm_noise_filtered():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

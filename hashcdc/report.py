@@ -118,8 +118,13 @@ def _status_rows(by_table: dict[str, list[Any]], tables: Sequence[TableConfig]) 
         last = runs[-1]
         config = configs.get(table)
         enabled = "removed" if config is None else ("yes" if config.enabled else "paused")
-        counts = " ".join(f"{letter}={last[column] or 0}" for letter, column in audit.OPERATIONS)
-        values = (table, enabled, str(last.business_date), last.status, counts, last.rejects)
+        counts = " ".join(
+            f"{letter}={last[column]}"
+            for letter, column in audit.OPERATIONS
+            if last[column] is not None
+        )
+        rejects = "" if last.rejects is None else last.rejects
+        values = (table, enabled, str(last.business_date), last.status, counts, rejects)
         cells.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in values) + "</tr>")
     return "\n".join(cells)
 
@@ -136,12 +141,15 @@ def render_report(rows: Sequence[Any], tables: Sequence[TableConfig], today: dt.
             durations_chart(by_table),
             lag_chart(by_table, today),
         )
+        for figure in figures:
+            # Business dates are categories: no hours between them, no gaps for days not run.
+            figure.update_xaxes(type="category")
         charts = [
             figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=chart_id)
             for index, (figure, chart_id) in enumerate(zip(figures, CHART_IDS, strict=True))
         ]
         body = (
-            "<table><tr><th>table</th><th>enabled</th><th>last date</th><th>status</th>"
+            "<table><tr><th>table</th><th>enabled</th><th>latest run</th><th>status</th>"
             "<th>operations</th><th>rejects</th></tr>\n"
             + _status_rows(by_table, tables)
             + "</table>\n"

@@ -153,8 +153,6 @@
     {%- set is_feed = table_config.get('extract_type') == 'changes' -%}
     {%- set business_date = hashcdc.business_date() -%}
     {%- set counted = state_result.status | string == 'success' -%}
-    {%- set previous_date = hashcdc.previous_state_date(
-        state_result.node.relation_name, business_date) if counted else none -%}
     {%- set event_time = hashcdc._watermark_time(table_config) if is_feed else none -%}
     {%- set row -%}
         select
@@ -186,23 +184,28 @@
             from {{ stage_result.node.relation_name }}
         ) as incoming
         cross join (
+            {#- The date's snapshot and the one before it (the latest earlier date kept);
+                only the operation column is read. -#}
             select
-                count_if(business_date = date'{{ business_date }}' and operation = 'I') as inserted,
-                count_if(business_date = date'{{ business_date }}' and operation = 'U') as updated,
-                count_if(business_date = date'{{ business_date }}' and operation = 'D') as deleted,
-                count_if(business_date = date'{{ business_date }}' and operation = 'X') as not_supplied,
-                count_if(business_date = date'{{ business_date }}' and operation = 'N') as unchanged,
-                count_if(
-                    business_date = date'{{ previous_date or business_date }}'
-                    and {{ 'true' if previous_date else 'false' }}
-                    and operation in ('I', 'U', 'N', 'X')
-                ) as state_rows_before,
-                count_if(
-                    business_date = date'{{ business_date }}' and operation in ('I', 'U', 'N', 'X')
-                ) as state_rows_after,
-                {{ "max_by(event_sequence, operation = 'W' and business_date = date'" ~ business_date ~ "')" if is_feed else 'null' }} as watermark
-            from {{ state_result.node.relation_name }}
-            where business_date in (date'{{ business_date }}', date'{{ previous_date or business_date }}')
+                count_if(is_date and operation = 'I') as inserted,
+                count_if(is_date and operation = 'U') as updated,
+                count_if(is_date and operation = 'D') as deleted,
+                count_if(is_date and operation = 'X') as not_supplied,
+                count_if(is_date and operation = 'N') as unchanged,
+                count_if(is_previous and operation in ('I', 'U', 'N', 'X')) as state_rows_before,
+                count_if(is_date and operation in ('I', 'U', 'N', 'X')) as state_rows_after,
+                {{ "max_by(event_sequence, is_date and operation = 'W')" if is_feed else 'null' }} as watermark
+            from (
+                select
+                    *,
+                    business_date = date'{{ business_date }}' as is_date,
+                    business_date = (
+                        select max(business_date) from {{ state_result.node.relation_name }}
+                        where business_date < date'{{ business_date }}'
+                    ) as is_previous
+                from {{ state_result.node.relation_name }}
+                where business_date <= date'{{ business_date }}'
+            )
         ) as snapshot
         {%- else %}
             {% for column in ['rows_in', 'rejects', 'inserted', 'updated', 'deleted', 'not_supplied',

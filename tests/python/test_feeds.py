@@ -80,6 +80,18 @@ def test_worked_examples_reach_their_final_states(project: Any) -> None:
         outcome = project.build(business_date)
         assert outcome.success, outcome.text
 
+    # The audit of the last date: the events read, and the watermark the state holds.
+    [audit] = project.rows(
+        "select rows_in, status, watermark from cdc_runs "
+        f"where table_name = 'people_feed' and business_date = date'{DATES[-1]}'"
+    )
+    [watermark] = project.rows(
+        "select to_json(event_sequence) as w from people_feed_state "
+        f"where operation = 'W' and business_date = date'{DATES[-1]}'"
+    )
+    assert audit["status"] == "success" and audit["rows_in"] > 0
+    assert audit["watermark"] == watermark["w"] and "source_lsn" in audit["watermark"]
+
     # (a) final rows (0,'Alice'), (1,'Bob'); history: net changes per date.
     assert project.rows("select id, name from people_feed_current order by id") == [
         {"id": 0, "name": "Alice"},

@@ -1,0 +1,113 @@
+"""The run summary and status lines from audit rows (pure Python: no Spark)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from typing import Any
+
+from rich.console import Console
+
+from hashcdc import audit
+from hashcdc.config import parse_table_config
+
+COLUMNS = [{"name": "id", "type": "int", "key": True}]
+
+
+def table(name: str, **extra: Any) -> Any:
+    raw = {
+        "name": name,
+        "extract_type": "full",
+        "source": f"landing/{name}/{{business_date}}",
+        "columns": COLUMNS,
+        **extra,
+    }
+    config, problems = parse_table_config(raw, f"tables/{name}.yml")
+    assert not problems, problems
+    return config
+
+
+class Row(dict):
+    """An audit row as Spark returns it: fields by name and by index."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self[name]
+
+
+def run(**values: Any) -> Row:
+    base = dict.fromkeys(
+        ["rows_in", "rejects", "inserted", "updated", "deleted", "not_supplied", "unchanged"], 0
+    )
+    return Row(
+        base
+        | {
+            "table_name": "t",
+            "business_date": dt.date(2024, 3, 2),
+            "status": "success",
+            "state_rows_after": 3,
+            "seconds": 12.34,
+            "error_message": None,
+        }
+        | values
+    )
+
+
+def rendered(*renderables: Any) -> str:
+    out = io.StringIO()
+    console = Console(file=out, width=160, no_color=True)
+    for item in renderables:
+        console.print(item)
+    return out.getvalue()
+
+
+def test_the_summary_has_a_table_per_date_and_the_messages_after_them() -> None:
+    rows = [
+        run(table_name="a", rows_in=1200, inserted=7),
+        run(table_name="b", status="error", error_message="stg_b: no extract", rows_in=None),
+        run(table_name="a", business_date=dt.date(2024, 3, 3)),
+    ]
+    out = io.StringIO()
+    audit.print_summary(rows, Console(file=out, width=160, no_color=True))
+    text = out.getvalue()
+    assert text.index("business date 2024-03-02") < text.index("business date 2024-03-03")
+    assert "1,200" in text and "12.3" in text
+    assert text.rstrip().endswith("b 2024-03-02: stg_b: no extract")
+
+
+def test_status_says_paused_never_run_and_the_lag() -> None:
+    today = dt.date(2024, 3, 12)
+    tables = [table("fresh"), table("held", enabled=False), table("new")]
+    runs = {
+        name: run(
+            table_name=name,
+            last_processed=dt.date(2024, 3, 10),
+            ended_at=dt.datetime(2024, 3, 11, 6, 0),
+            watermark=None,
+            latest_event_at=None,
+        )
+        for name in ("fresh", "held")
+    }
+    text = rendered(audit.status_table(tables, runs, today))
+    lines = {line.split()[1]: line for line in text.splitlines() if line.startswith("│")}
+    assert "2 day(s)" in lines["fresh"] and "yes" in lines["fresh"]
+    assert "paused" in lines["held"]
+    assert "never run" in lines["new"]
+
+
+def test_a_feed_lag_gives_the_watermark_and_the_event_rate() -> None:
+    feed = table(
+        "events",
+        extract_type="changes",
+        changes={"sequence_by": ["source.lsn"]},
+        source={"path": "landing/events/{business_date}", "format": "debezium"},
+    )
+    last = run(
+        last_processed=dt.date(2024, 3, 10),
+        rows_in=5000,
+        seconds=10.0,
+        watermark='{"source_lsn":42}',
+        latest_event_at=None,
+    )
+    assert audit.lag_text(feed, last, dt.date(2024, 3, 11)) == (
+        '1 day(s), watermark {"source_lsn":42}, 500 events/s'
+    )
