@@ -21,6 +21,7 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampType,
 )
 
 KEYHASH = "keyhash"
@@ -38,7 +39,14 @@ ROW_ID = "_row_id"
 # Kept in the stage for rejected rows only (null otherwise): where the row came from.
 REJECT_DETAIL_COLUMNS = (RAW_VALUES, RAW_LINE, BLOCK_START, ROW_ID)
 # The stage columns of a change feed besides those of an extract (see hashcdc.feed).
-EVENT_COLUMNS = ("before_keyhash", "event_op", "event_sequence", "event_id", "is_new_event")
+EVENT_COLUMNS = (
+    "before_keyhash",
+    "event_op",
+    "event_sequence",
+    "event_id",
+    "is_new_event",
+    "event_time",
+)
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,7 @@ EVENT_STAGE_COLUMNS = (
     OwnColumn("event_sequence", StructType()),
     OwnColumn("event_id", BinaryType()),
     OwnColumn("is_new_event", BooleanType()),
+    OwnColumn("event_time", TimestampType()),
 )
 # The stage's columns after the configured ones, the hashes and (feeds) the event columns.
 STAGE_TRAILING_COLUMNS = (

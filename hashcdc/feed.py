@@ -65,6 +65,10 @@ from hashcdc.hashing import (
 BEFORE_PREFIX = "__before_"
 OPERATION_RAW_COLUMN = "_op_raw"
 SEQUENCE_PREFIX = "_seq_"
+# When the change happened in the source, in epoch milliseconds as the event says it:
+# Debezium's source.ts_ms (else the connector's ts_ms); __source_ts_ms (else __ts_ms) in
+# the flat form. csv and parquet feeds carry none.
+EVENT_TIME_RAW = "_event_ms"
 # The logical type (and decimal scale) the event's own schema gives a field, when it has one.
 LOGICAL_PREFIX = "_logical_"
 SCALE_PREFIX = "_scale_"
@@ -159,12 +163,17 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
         f.alias: F.try_variant_get(envelope, _sequence_path(f), "string")
         for f in table.changes.sequence_by
     }
+    if table.source.format == "debezium":
+        event_time = F.coalesce(text("source", "ts_ms"), text("ts_ms"))
+    else:
+        event_time = F.coalesce(text("__source_ts_ms"), text("__ts_ms"))
     return lines.where(F.trim(line) != "").select(
         *[value.alias(name) for name, value in image.items()],
         *[value.alias(BEFORE_PREFIX + name) for name, value in before.items()],
         *[value.alias(name) for name, value in logical.items()],
         operation.alias(OPERATION_RAW_COLUMN),
         *[value.alias(SEQUENCE_PREFIX + alias) for alias, value in sequence.items()],
+        event_time.alias(EVENT_TIME_RAW),
         F.when(parsed.isNull(), line).alias(CORRUPT_RECORD),
         tombstone.alias(TOMBSTONE_COLUMN),
         line,
@@ -182,6 +191,7 @@ def raw_table_events(frame: DataFrame, table: TableConfig) -> DataFrame:
         *[F.lit(None).cast("string").alias(BEFORE_PREFIX + c.name) for c in table.key_columns],
         F.col(table.changes.operation_column).alias(OPERATION_RAW_COLUMN),
         *[F.col(f.field).alias(SEQUENCE_PREFIX + f.alias) for f in table.changes.sequence_by],
+        F.lit(None).cast("string").alias(EVENT_TIME_RAW),
         CORRUPT_RECORD,
         F.lit(False).alias(TOMBSTONE_COLUMN),
         F.col(CORRUPT_RECORD).alias(LINE_COLUMN),
@@ -415,6 +425,7 @@ def typed_events(
         # A tombstone is no event: it is counted, never applied.
         F.when(~tombstone, operation).alias("event_op"),
         sequence.alias("event_sequence"),
+        F.timestamp_millis(F.col(EVENT_TIME_RAW).try_cast("bigint")).alias("event_time"),
         F.when(
             (operation == "u") & before_present, typed_row_hash(typed_before, table.key_columns)
         ).alias("before_keyhash"),
@@ -453,6 +464,7 @@ def typed_events(
         "event_sequence",
         "event_id",
         "is_new_event",
+        "event_time",
         ROW_ERRORS,
         RAW_VALUES,
         RAW_LINE,

@@ -153,7 +153,6 @@
     {%- set is_feed = table_config.get('extract_type') == 'changes' -%}
     {%- set business_date = hashcdc.business_date() -%}
     {%- set counted = state_result.status | string == 'success' -%}
-    {%- set event_time = hashcdc._watermark_time(table_config) if is_feed else none -%}
     {%- set row -%}
         select
             '{{ invocation_id }}' as invocation_id,
@@ -178,9 +177,12 @@
             snapshot.state_rows_before,
             snapshot.state_rows_after,
             {{ 'to_json(snapshot.watermark)' if is_feed else 'cast(null as string)' }} as watermark,
-            {{ ('cast(snapshot.watermark.' ~ event_time ~ ' as timestamp)') if event_time else 'cast(null as timestamp)' }} as latest_event_at
+            incoming.latest_event_at
         from (
-            select count(*) as rows_in, count_if(_row_errors is not null) as rejects
+            select
+                count(*) as rows_in,
+                count_if(_row_errors is not null) as rejects,
+                {{ 'max(if(_row_errors is null and is_new_event, event_time, null))' if is_feed else 'cast(null as timestamp)' }} as latest_event_at
             from {{ stage_result.node.relation_name }}
         ) as incoming
         cross join (
@@ -217,16 +219,4 @@
         {%- endif %}
     {%- endset -%}
     {{ return(row) }}
-{% endmacro %}
-
-
-{% macro _watermark_time(table_config) %}
-    {#- The field of a feed's event sequence that tells when an event happened: the first
-        sequence_by field of type timestamp, or none. -#}
-    {%- for field in (table_config.get('changes') or {}).get('sequence_by', []) -%}
-        {%- if field.get('type') == 'timestamp' -%}
-            {{ return(modules.re.sub('[^A-Za-z0-9_]', '_', field.get('field')) | lower) }}
-        {%- endif -%}
-    {%- endfor -%}
-    {{ return(none) }}
 {% endmacro %}

@@ -7,6 +7,7 @@ same events re-delivered and out of order and must end identical.
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from typing import Any
 
@@ -82,7 +83,7 @@ def test_worked_examples_reach_their_final_states(project: Any) -> None:
 
     # The audit of the last date: the events read, and the watermark the state holds.
     [audit] = project.rows(
-        "select rows_in, status, watermark from cdc_runs "
+        "select rows_in, status, watermark, latest_event_at from cdc_runs "
         f"where table_name = 'people_feed' and business_date = date'{DATES[-1]}'"
     )
     [watermark] = project.rows(
@@ -91,6 +92,8 @@ def test_worked_examples_reach_their_final_states(project: Any) -> None:
     )
     assert audit["status"] == "success" and audit["rows_in"] > 0
     assert audit["watermark"] == watermark["w"] and "source_lsn" in audit["watermark"]
+    # Debezium's ts_ms of the test events: 1,700,000,000,000 ms + their lsn.
+    assert dt.datetime(2023, 11, 14, 22, 13) < audit["latest_event_at"] < dt.datetime(2023, 11, 15)
 
     # (a) final rows (0,'Alice'), (1,'Bob'); history: net changes per date.
     assert project.rows("select id, name from people_feed_current order by id") == [
