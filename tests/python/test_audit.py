@@ -111,3 +111,21 @@ def test_a_feed_lag_gives_the_watermark_and_the_event_rate() -> None:
     assert audit.lag_text(feed, last, dt.date(2024, 3, 11)) == (
         '1 day(s), watermark {"source_lsn":42}, 500 events/s'
     )
+
+
+def test_a_feed_lag_gives_the_latest_event_time_when_the_events_carry_it() -> None:
+    feed = table(
+        "events",
+        extract_type="changes",
+        changes={"sequence_by": ["source.lsn"]},
+        source={"path": "landing/events/{business_date}", "format": "debezium"},
+    )
+    two_hours_ago = dt.datetime.now() - dt.timedelta(hours=2)
+    last = run(
+        last_processed=dt.date.today(),
+        rows_in=10,
+        seconds=0,
+        watermark='{"source_lsn":42}',
+        latest_event_at=two_hours_ago,
+    )
+    assert audit.lag_text(feed, last, dt.date.today()) == "0 day(s), last event 2.0 h ago"
