@@ -35,8 +35,10 @@ def _latest_per_date(rows: Sequence[Any]) -> dict[str, list[Any]]:
 
 
 def _per_table_figure(by_table: dict[str, list[Any]], title: str) -> go.Figure:
+    # Room for each panel's title, however many tables there are (plotly caps the gap).
+    gap = min(0.12, 0.6 / max(len(by_table) - 1, 1))
     figure = make_subplots(
-        rows=len(by_table), cols=1, subplot_titles=list(by_table), vertical_spacing=0.12
+        rows=len(by_table), cols=1, subplot_titles=list(by_table), vertical_spacing=gap
     )
     figure.update_layout(title=title, barmode="stack", height=220 + 200 * len(by_table))
     return figure

@@ -129,3 +129,19 @@ def test_a_feed_lag_gives_the_latest_event_time_when_the_events_carry_it() -> No
         latest_event_at=two_hours_ago,
     )
     assert audit.lag_text(feed, last, dt.date.today()) == "0 day(s), last event 2.0 h ago"
+
+
+def test_the_report_has_a_panel_per_table_however_many_tables_there_are() -> None:
+    from hashcdc.report import CHART_IDS, render_report
+
+    rows = [
+        run(
+            table_name=f"t{i:02d}",
+            ended_at=dt.datetime(2024, 3, 2, 6, i),
+            model_seconds={f"stg_t{i:02d}": 1.0},
+        )
+        for i in range(40)
+    ]
+    page = render_report(rows, [table("t00"), table("t01", enabled=False)], dt.date(2024, 3, 3))
+    assert all(f'id="{chart}"' in page for chart in CHART_IDS)
+    assert "<td>t01</td><td>paused</td>" in page and "<td>t39</td><td>removed</td>" in page
