@@ -27,6 +27,15 @@ def table(name: str, **extra: Any) -> Any:
     return config
 
 
+def feed_table() -> Any:
+    return table(
+        "events",
+        extract_type="changes",
+        changes={"sequence_by": ["source.lsn"]},
+        source={"path": "landing/events/{business_date}", "format": "debezium"},
+    )
+
+
 class Row(dict):
     """An audit row as Spark returns it: fields by name and by index."""
 
@@ -95,12 +104,7 @@ def test_status_says_paused_never_run_and_the_lag() -> None:
 
 
 def test_a_feed_lag_gives_the_watermark_and_the_event_rate() -> None:
-    feed = table(
-        "events",
-        extract_type="changes",
-        changes={"sequence_by": ["source.lsn"]},
-        source={"path": "landing/events/{business_date}", "format": "debezium"},
-    )
+    feed = feed_table()
     last = run(
         last_processed=dt.date(2024, 3, 10),
         rows_in=5000,
@@ -114,12 +118,7 @@ def test_a_feed_lag_gives_the_watermark_and_the_event_rate() -> None:
 
 
 def test_a_feed_lag_gives_the_latest_event_time_when_the_events_carry_it() -> None:
-    feed = table(
-        "events",
-        extract_type="changes",
-        changes={"sequence_by": ["source.lsn"]},
-        source={"path": "landing/events/{business_date}", "format": "debezium"},
-    )
+    feed = feed_table()
     two_hours_ago = dt.datetime.now() - dt.timedelta(hours=2)
     last = run(
         last_processed=dt.date.today(),
