@@ -123,7 +123,7 @@ def lag_text(table: TableConfig, run: dict[str, Any], today: dt.date) -> str:
     """How far behind a table is.
 
     Snapshot tables: days from the last processed business date to ``today``. Feeds: the
-    latest applied event's time against now (when the sequence carries a time), and the
+    latest applied event's time against now (when the events carry one), and the
     events per second of the last run.
     """
     last = run.get("last_processed")

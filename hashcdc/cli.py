@@ -9,18 +9,19 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import functools
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from hashcdc import audit, generate
 from hashcdc.config import EXTRACT_TYPES, SCHEMA, TableConfig, load_table_configs
 from hashcdc.dates import parse_business_date
-from hashcdc.errors import HashcdcError
+from hashcdc.errors import HashcdcError, InputDataError
 from hashcdc.lock import table_locks
 from hashcdc.project import (
     business_date_vars,
@@ -80,7 +81,6 @@ def _report_stale_models(project_dir: Path, tables: list[TableConfig]) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     """Everything a run needs, checked before it: configs, models and the dates' extracts."""
-    from hashcdc.errors import InputDataError
     from hashcdc.project import files_session
     from hashcdc.stage import checked_extract
 
@@ -144,7 +144,6 @@ def _cmd_drop(args: argparse.Namespace) -> int:
             if answer != table.name:
                 print("nothing dropped")
                 return 1
-    if drop_data:
         os.chdir(project_dir)
         spark = spark_session(project_dir, args.target)
         with table_locks(spark, [table.name]):
@@ -281,10 +280,12 @@ def _build_dates(
     project_dir: Path,
     dates_and_args: Sequence[tuple[str, list[str]]],
     log_dir: Path,
+    after_build: Callable[[Any, float], None] | None = None,
 ) -> str | None:
     """``dbt build`` each business date in turn, printing a header and the date's summary.
 
-    Returns the first date that failed (the later ones are not run), or None.
+    ``after_build`` gets each build's dbt result and seconds (``run --profile``). Returns
+    the first date that failed (the later ones are not run), or None.
     """
     from dbt_common.invocation import get_invocation_id
 
@@ -292,7 +293,10 @@ def _build_dates(
     table = audit.audit_table(project_dir)
     for business_date, extra in dates_and_args:
         out.rule(f"business date {business_date}")
+        started = time.perf_counter()
         result = invoke_dbt(dbt_args("build", project_dir, [*extra, "--log-path", str(log_dir)]))
+        if after_build:
+            after_build(result, time.perf_counter() - started)
         rows = audit.invocation_rows(spark, table, [get_invocation_id()])
         if rows:
             audit.print_summary(rows, out)
@@ -335,18 +339,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         for business_date in dates
     ]
+    profile = functools.partial(_print_profile, project_dir) if args.profile else None
     with table_locks(spark, tables):
-        if args.profile:
-            failed = None
-            for business_date, extra in runs:
-                started = time.perf_counter()
-                result = invoke_dbt(dbt_args("build", project_dir, extra))
-                _print_profile(project_dir, result, time.perf_counter() - started)
-                if not result.success:
-                    failed = business_date
-                    break
-        else:
-            failed = _build_dates(spark, project_dir, runs, log_dir)
+        failed = _build_dates(spark, project_dir, runs, log_dir, after_build=profile)
     report = executor_report(spark)
     if report:
         print(report)

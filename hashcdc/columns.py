@@ -38,15 +38,6 @@ BLOCK_START = "_block_start"
 ROW_ID = "_row_id"
 # Kept in the stage for rejected rows only (null otherwise): where the row came from.
 REJECT_DETAIL_COLUMNS = (RAW_VALUES, RAW_LINE, BLOCK_START, ROW_ID)
-# The stage columns of a change feed besides those of an extract (see hashcdc.feed).
-EVENT_COLUMNS = (
-    "before_keyhash",
-    "event_op",
-    "event_sequence",
-    "event_id",
-    "is_new_event",
-    "event_time",
-)
 
 
 @dataclass(frozen=True)
@@ -72,6 +63,7 @@ def doc_name(column: str, model: str = "") -> str:
 
 HASH_COLUMNS = (OwnColumn(KEYHASH, BinaryType()), OwnColumn(NONKEYHASH, BinaryType()))
 SENSITIVE_HASH_COLUMN = OwnColumn(SENSITIVE_HASH, BinaryType())
+# The stage columns of a change feed besides those of an extract (see hashcdc.feed).
 EVENT_STAGE_COLUMNS = (
     OwnColumn("before_keyhash", BinaryType()),
     OwnColumn("event_op", StringType()),
@@ -80,6 +72,8 @@ EVENT_STAGE_COLUMNS = (
     OwnColumn("is_new_event", BooleanType()),
     OwnColumn("event_time", TimestampType()),
 )
+# Their names, in the stage's order (see hashcdc.feed).
+EVENT_COLUMNS = tuple(column.name for column in EVENT_STAGE_COLUMNS)
 # The stage's columns after the configured ones, the hashes and (feeds) the event columns.
 STAGE_TRAILING_COLUMNS = (
     OwnColumn(BUSINESS_DATE, DateType()),

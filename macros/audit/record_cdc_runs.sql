@@ -202,8 +202,7 @@
                     *,
                     business_date = date'{{ business_date }}' as is_date,
                     business_date = (
-                        select max(business_date) from {{ state_result.node.relation_name }}
-                        where business_date < date'{{ business_date }}'
+                        {{ hashcdc._previous_state_date_query(state_result.node.relation_name, business_date) }}
                     ) as is_previous
                 from {{ state_result.node.relation_name }}
                 where business_date <= date'{{ business_date }}'
