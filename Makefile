@@ -30,7 +30,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	@# The editable install of a mapped package (dbt.adapters.hashcdc) makes setuptools print
 	@# a general caution about folders named like the package: nothing to act on here.
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install --quiet -e '.[dev,peer]'
 	touch $@
 
 demo: install

@@ -18,14 +18,17 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-DATES = ("2019-06-18", "2019-06-19")
+DATES = ("2019-06-18", "2019-06-19", "2019-06-20")
+# The article's day 2, then a typical day: a full extract in which 1% of the rows changed.
+ARTICLE_FRACTIONS = (0.2, 0.4, 0.4)
+TYPICAL_FRACTIONS = (0.002, 0.008, 0.99)
 DELTA_FRACTION_CHANGED = 0.01
 
 
@@ -78,12 +81,11 @@ def _build(
     work: Path, business_date: str, table: str, command: str = "run", per_model: dict | None = None
 ) -> float:
     """Run one dbt command for a date; per-model seconds go into ``per_model``."""
-    from hashcdc.project import business_date_vars, dbt_args, invoke_dbt, table_selector
+    from hashcdc.project import dbt_args, for_business_date, invoke_dbt, table_selector
 
-    extra = ["--vars", business_date_vars(business_date)]
-    if command != "parse":
-        extra += table_selector([table])
-    seconds, result = _timed(lambda: invoke_dbt(dbt_args(command, work, extra)))
+    extra = [] if command == "parse" else table_selector([table])
+    with for_business_date(business_date):
+        seconds, result = _timed(lambda: invoke_dbt(dbt_args(command, work, extra)))
     if not result.success:
         raise RuntimeError(f"bench: dbt {command} for {business_date} failed")
     if per_model is not None:
@@ -114,6 +116,24 @@ def _stage_compute(spark: Any, work: Path, table: str, business_date: str) -> fl
     return _timed(lambda: frame.write.format("noop").mode("overwrite").save())[0]
 
 
+def _run_days(
+    work: Path, table: str, dates: tuple[str, ...], figures: dict[str, Any], prefix: str
+) -> None:
+    """Run each date of a table (``dbt run``, then its tests), recording every figure.
+
+    ``<prefix>_day<N>_run_s``, ``…_tests_s`` and ``…_per_model_s`` for each date N.
+    """
+    for day, business_date in enumerate(dates, start=1):
+        per_model: dict[str, list[float]] = {}
+        figures[f"{prefix}day{day}_run_s"] = round(
+            _build(work, business_date, table, per_model=per_model), 2
+        )
+        figures[f"{prefix}day{day}_tests_s"] = round(
+            _build(work, business_date, table, command="test"), 2
+        )
+        figures[f"{prefix}day{day}_per_model_s"] = {k: v[0] for k, v in per_model.items()}
+
+
 def _small_change_day2(spark: Any, work: Path, rows: int, extract_type: str) -> dict[str, Any]:
     """Day 2 of a delta extract or a change feed in which 1% of the keys changed.
 
@@ -123,11 +143,10 @@ def _small_change_day2(spark: Any, work: Path, rows: int, extract_type: str) -> 
     from hashcdc import datagen, generate
     from hashcdc.config import load_table_configs
 
-    table = f"bench_{rows}_{extract_type}"
     options = datagen.DatagenOptions(
-        table_name=table,
+        table_name=f"bench_{rows}_{extract_type}",
         initial_records=rows,
-        dates=DATES,
+        dates=DATES[:2],
         extract_type=extract_type,
         fraction_deleted=0.0,
         fraction_updated=DELTA_FRACTION_CHANGED,
@@ -135,131 +154,258 @@ def _small_change_day2(spark: Any, work: Path, rows: int, extract_type: str) -> 
     )
     datagen.generate_extracts(spark, options, work)
     generate.write(work, load_table_configs(work / "tables"))
-    day1 = _build(work, DATES[0], table)
-    per_model: dict[str, list[float]] = {}
-    day2 = _build(work, DATES[1], table, per_model=per_model)
-    return {
-        f"{extract_type}_day1_run_s": round(day1, 2),
-        f"{extract_type}_day2_run_s": round(day2, 2),
-        f"{extract_type}_day2_per_model_s": {name: v[0] for name, v in per_model.items()},
-    }
+    figures: dict[str, Any] = {}
+    _run_days(work, options.table_name, DATES[:2], figures, f"{extract_type}_")
+    return figures
 
 
-def bench_size(
-    spark: Any, work: Path, rows: int, repeat: int, delta: bool = True
+def _peer_figures(
+    work: Path, options_by_case: dict[str, Any], state_rows: dict[str, int]
 ) -> dict[str, Any]:
-    """Measure one size; returns the figures (seconds; medians of ``repeat`` runs)."""
+    """The dbt-duckdb peer over the same landing files: every date of every table."""
+    from hashcdc import datagen
+    from hashcdc.peer import DuckdbPeer, PeerCase, peak_child_rss_mib
+
+    cases = [
+        PeerCase(
+            name=options.table_name,
+            extract_type=options.extract_type,
+            landing=work / options.output_folder,
+            columns=datagen.table_config(options)["columns"],
+        )
+        for options in options_by_case.values()
+    ]
+    peer = DuckdbPeer(work / "peer", cases)
+    figures: dict[str, Any] = {}
+    for prefix, options in options_by_case.items():
+        for day, business_date in enumerate(options.dates, start=1):
+            steps = peer.run_date(options.table_name, business_date)
+            figures[f"peer_{prefix}day{day}_load_s"] = steps["load_s"]
+            figures[f"peer_{prefix}day{day}_snapshot_s"] = steps["snapshot_s"]
+            figures[f"peer_{prefix}day{day}_s"] = round(sum(steps.values()), 2)
+        current = peer.current_rows(options.table_name)
+        figures[f"peer_{prefix}current_rows"] = current
+        if current != state_rows[options.table_name]:
+            print(
+                f"bench: the peer's current {options.table_name} has {current:,} rows, "
+                f"hashcdc's {state_rows[options.table_name]:,}",
+                file=sys.stderr,
+            )
+    figures["peer_peak_rss_mib"] = peak_child_rss_mib()
+    return figures
+
+
+def _end_to_end(project_dir: Path, work: Path, table: str) -> dict[str, float]:
+    """``hashcdc run`` of day 2 as a user runs it: a process of its own, start to exit.
+
+    A separate scratch project (its own metastore: the bench's session holds its own) with
+    the same table config, reading the bench's landing files; day 1 runs first, untimed.
+    """
+    from hashcdc import generate
+    from hashcdc.config import load_table_configs
+    from hashcdc.project import scratch_project
+
+    e2e = work.parent / "end_to_end"
+    shutil.rmtree(e2e, ignore_errors=True)
+    e2e.mkdir(parents=True)
+    env = {**os.environ, **scratch_project(project_dir, e2e)}
+    config = (work / "tables" / f"{table}.yml").read_text()
+    (e2e / "tables" / f"{table}.yml").write_text(config.replace("landing/", f"{work}/landing/"))
+    generate.write(e2e, load_table_configs(e2e / "tables"))
+    command = [str(Path(sys.executable).parent / "hashcdc"), "--project-dir", str(e2e), "run"]
+    seconds = {}
+    for day, business_date in enumerate(DATES[:2], start=1):
+        started = time.perf_counter()
+        done = subprocess.run(
+            [*command, "--date", business_date], cwd=e2e, env=env, capture_output=True, text=True
+        )
+        seconds[f"end_to_end_day{day}_s"] = round(time.perf_counter() - started, 2)
+        if done.returncode != 0:
+            raise RuntimeError(f"bench: hashcdc run --date {business_date} failed:\n{done.stderr}")
+    shutil.rmtree(e2e, ignore_errors=True)
+    return seconds
+
+
+def bench_size(spark: Any, work: Path, rows: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Measure one size; returns the figures (seconds; one run each)."""
     from hashcdc import datagen, generate
     from hashcdc.config import load_table_configs
 
     table = f"bench_{rows}"
-    options = datagen.DatagenOptions(table_name=table, initial_records=rows, dates=DATES)
+    options = datagen.DatagenOptions(
+        table_name=table,
+        initial_records=rows,
+        dates=DATES,
+        fractions_by_date=(ARTICLE_FRACTIONS, TYPICAL_FRACTIONS),
+    )
     datagen_seconds, _ = _timed(lambda: datagen.generate_extracts(spark, options, work))
     generate.write(work, load_table_configs(work / "tables"))
-    parse_seconds = _timed(lambda: _build(work, DATES[0], table, command="parse"))[0]
-    day1 = _build(work, DATES[0], table)
-    day2_runs, floor_runs, test_runs = [], [], []
-    per_model: dict[str, list[float]] = {}
-    day2_csv = work / "landing" / table / DATES[1]
-    for _ in range(repeat):
-        day2_runs.append(_build(work, DATES[1], table, per_model=per_model))
-        test_runs.append(_build(work, DATES[1], table, command="test"))
-        floor_runs.append(
-            _copy_floor(
-                spark,
-                datagen.table_config(options)["columns"],
-                day2_csv,
-                work / "copy_floor" / table,
+    figures: dict[str, Any] = {"rows": rows, "datagen_s": round(datagen_seconds, 2)}
+    figures.update(_parse_figures(work))
+    _run_days(work, table, DATES, figures, "")
+    columns = datagen.table_config(options)["columns"]
+    for day, business_date in enumerate(DATES[1:], start=2):
+        csv = work / "landing" / table / business_date
+        figures[f"day{day}_csv_mib"] = round(
+            sum(p.stat().st_size for p in csv.glob("*.csv")) / 2**20, 1
+        )
+        floor = _copy_floor(spark, columns, csv, work / "copy_floor" / table)
+        figures[f"day{day}_copy_floor_s"] = round(floor, 2)
+    figures["stage_compute_s"] = round(_stage_compute(spark, work, table, DATES[1]), 2)
+    figures["compile_s"] = round(_build(work, DATES[2], table, command="compile"), 2)
+    options_by_case = {"": options}
+    if not args.no_delta:
+        for extract_type in ("delta", "changes"):
+            figures.update(_small_change_day2(spark, work, rows, extract_type))
+            options_by_case[f"{extract_type}_"] = datagen.DatagenOptions(
+                table_name=f"bench_{rows}_{extract_type}",
+                initial_records=rows,
+                dates=DATES[:2],
+                extract_type=extract_type,
             )
+    if args.peer:
+        state_rows = {
+            o.table_name: spark.table(f"{o.table_name}_current").count()
+            for o in options_by_case.values()
+        }
+        figures.update(_peer_figures(work, options_by_case, state_rows))
+    if rows <= args.end_to_end_max_rows:
+        figures.update(_end_to_end(args.project_dir, work, table))
+    return figures
+
+
+def _parse_figures(work: Path) -> dict[str, float]:
+    """Parse times: the first (full), for a new business date, and with ``--vars``."""
+    from hashcdc.project import dbt_args, invoke_dbt
+
+    full = _build(work, DATES[0], "", command="parse")
+    new_date = _build(work, DATES[1], "", command="parse")
+    with_vars, _ = _timed(
+        lambda: invoke_dbt(
+            dbt_args("parse", work, ["--vars", json.dumps({"business_date": DATES[1]})])
         )
-    day2, floor = statistics.median(day2_runs), statistics.median(floor_runs)
-    csv_bytes = sum(p.stat().st_size for p in day2_csv.glob("*.csv"))
-    stage_compute = _stage_compute(spark, work, table, DATES[1])
-    delta_figures: dict[str, Any] = {}
-    for extract_type in ("delta", "changes") if delta else ():
-        delta_figures.update(_small_change_day2(spark, work, rows, extract_type))
-        delta_figures[f"{extract_type}_over_full_day2"] = round(
-            delta_figures[f"{extract_type}_day2_run_s"] / day2, 2
-        )
+    )
+    _build(work, DATES[0], "", command="parse")  # back to no vars, for the runs
     return {
-        "rows": rows,
-        "csv_mib": round(csv_bytes / 2**20, 1),
-        "datagen_s": round(datagen_seconds, 2),
-        "dbt_parse_s": round(parse_seconds, 2),
-        "day1_run_s": round(day1, 2),
-        "day2_run_s": round(day2, 2),
-        "day2_run_all_s": [round(s, 2) for s in day2_runs],
-        "day2_tests_s": round(statistics.median(test_runs), 2),
-        "copy_floor_s": round(floor, 2),
-        "copy_floor_all_s": [round(s, 2) for s in floor_runs],
-        "day2_over_floor": round(day2 / floor, 2),
-        "day2_per_model_s": {name: statistics.median(v) for name, v in per_model.items()},
-        "day2_dbt_overhead_s": round(
-            day2 - sum(statistics.median(v) for v in per_model.values()), 2
-        ),
-        "stage_compute_s": round(stage_compute, 2),
-        **delta_figures,
+        "dbt_parse_full_s": round(full, 2),
+        "dbt_parse_new_date_s": round(new_date, 2),
+        "dbt_parse_with_vars_s": round(with_vars, 2),
     }
+
+
+CASES = (
+    # (label, figure of hashcdc's day, figure of the peer's day, copy floor figure or None)
+    ("article's day 2 (20/40/40)", "day2", "peer_day2", "day2_copy_floor_s"),
+    ("typical day (full, 1% changed)", "day3", "peer_day3", "day3_copy_floor_s"),
+    ("1% delta, day 2", "delta_day2", "peer_delta_day2", None),
+    ("1% change feed, day 2", "changes_day2", "peer_changes_day2", None),
+)
+
+
+def _ratio(numerator: Any, denominator: Any) -> str:
+    if not isinstance(numerator, (int, float)) or not isinstance(denominator, (int, float)):
+        return "—"
+    return f"{numerator / denominator:.2f}" if denominator else "—"
 
 
 def _markdown(report: dict[str, Any]) -> str:
     machine = report["machine"]
+    startup = report["startup_s"]
     lines = [
         "# Benchmarks",
         "",
-        "Produced by `hashcdc bench` (not part of the tests). Times in seconds; medians of "
-        f"{report['repeat']} run(s). Day 2 is `dbt run` of the table's models (stage, "
-        "state, current, history) for the second date, dbt parse included; the copy floor "
-        "reads the same day-2 CSV and writes it once as parquet, in the same session.",
+        "Produced by `hashcdc bench` (not part of the tests), one run per figure, in seconds.",
+        "**hashcdc** is `dbt run` of the table's models for the date in the bench's Spark "
+        "session (dbt's parse included; tests apart). The **peer** is a dbt snapshot on "
+        "dbt-duckdb over the same files (`--peer dbt-duckdb`): `dbt run` of a model loading "
+        "the date's extract, then `dbt snapshot` (check strategy, all columns; deleted keys "
+        "invalidated), each a process of its own timed from start to exit. The **copy floor** "
+        "reads the same CSV and writes it once as parquet, in the bench's session.",
         "",
         f"Machine: {machine['cores']} cores, {machine['memory_gib']} GiB, {machine['cpu']}; "
         f"Spark {machine['spark']}, {machine['java']}, Python {machine['python']}; "
         f"driver memory {machine['driver_memory']}, shuffle partitions "
-        f"{machine['shuffle_partitions']}.",
+        f"{machine['shuffle_partitions']}. Peak resident memory: Spark's JVM "
+        f"{report['peak_rss_mib'].get('jvm')} MiB, the bench's Python "
+        f"{report['peak_rss_mib'].get('python')} MiB, the peer's largest dbt process "
+        f"{report['peak_rss_mib'].get('peer', '—')} MiB.",
         "",
-        f"Session start-up (JVM + metastore): {report['startup_s']} s. "
-        f"Peak resident memory: JVM {report['peak_rss_mib'].get('jvm')} MiB, "
-        f"Python {report['peak_rss_mib'].get('python')} MiB.",
+        "## Side by side",
         "",
-        "| rows | CSV MiB | dbt parse | day 1 | day 2 | day-2 tests | copy floor | day 2 / floor |",
+        "| rows | case | hashcdc | tests | peer (load + snapshot) | copy floor "
+        "| hashcdc / peer | hashcdc / floor |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for size in report["sizes"]:
+        for label, ours, peer, floor in CASES:
+            run = size.get(f"{ours}_run_s")
+            if run is None:
+                continue
+            peer_total = size.get(f"{peer}_s")
+            peer_text = (
+                f"{peer_total} ({size[f'{peer}_load_s']} + {size[f'{peer}_snapshot_s']})"
+                if peer_total is not None
+                else "—"
+            )
+            floor_value = size.get(floor) if floor else None
+            lines.append(
+                f"| {size['rows']:,} | {label} | {run} | {size.get(f'{ours}_tests_s', '—')} | "
+                f"{peer_text} | {floor_value or '—'} | {_ratio(run, peer_total)} | "
+                f"{_ratio(run, floor_value)} |"
+            )
+    lines += [
+        "",
+        "## Fixed cost per run",
+        "",
+        f"Session start-up: JVM {startup['jvm']} s, metastore {startup['metastore']} s. "
+        "dbt's parse: the first (full), for a new business date (the date is not a dbt var: "
+        "partial parsing), and with the date as `--vars` (what dbt does then: parse it all "
+        "again). Compile: `dbt compile` of the table's models (their guards' queries "
+        "included). dbt overhead: a date's `dbt run` minus its models' own times (parse, "
+        "metadata queries, hooks).",
+        "",
+        "| rows | parse (first) | parse (new date) | parse (`--vars`) | compile "
+        "| dbt overhead (day 2) | tests (day 2) | end to end day 2 |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for size in report["sizes"]:
+        overhead = round(size["day2_run_s"] - sum(size["day2_per_model_s"].values()), 2)
         lines.append(
-            f"| {size['rows']:,} | {size['csv_mib']} | {size['dbt_parse_s']} | "
-            f"{size['day1_run_s']} | {size['day2_run_s']} | {size['day2_tests_s']} | "
-            f"{size['copy_floor_s']} | {size['day2_over_floor']} |"
+            f"| {size['rows']:,} | {size['dbt_parse_full_s']} | {size['dbt_parse_new_date_s']} "
+            f"| {size['dbt_parse_with_vars_s']} | {size['compile_s']} | {overhead} | "
+            f"{size['day2_tests_s']} | {size.get('end_to_end_day2_s', '—')} |"
         )
     lines += [
         "",
-        "Day 2 per model (seconds, as dbt reports them; the rest of the day-2 time is dbt's "
-        "own work: parse, metadata queries):",
+        "End to end: `hashcdc run --date` of day 2 in a process of its own (a scratch "
+        "project reading the same files), from the command's start to its exit: JVM, "
+        "metastore, parse, models, tests and the summary.",
         "",
-        "| rows | " + " | ".join(report["sizes"][0]["day2_per_model_s"]) + " | dbt overhead |",
-        "| ---: |" + " ---: |" * (len(report["sizes"][0]["day2_per_model_s"]) + 1),
+        "## Per model",
+        "",
+        "Seconds as dbt reports them, for the article's day 2, the typical day and the "
+        "small-change days; the hash stage alone is the day-2 stage read, cast and hashed "
+        "into a `noop` sink (no write).",
+        "",
     ]
     for size in report["sizes"]:
-        per_model = " | ".join(str(v) for v in size["day2_per_model_s"].values())
-        lines.append(f"| {size['rows']:,} | {per_model} | {size['day2_dbt_overhead_s']} |")
-    lines += [
-        "",
-        "The hash stage alone (read the day-2 CSV, cast, hash; a `noop` sink, no write) and "
-        f"day 2 of a delta extract and of a Debezium change feed in which "
-        f"{DELTA_FRACTION_CHANGED:.0%} of the keys changed, against the full state of day 1 "
-        "(`dbt run`, parse included):",
-        "",
-        "| rows | hash stage alone | stage alone / floor | delta day 2 | delta / full day 2 "
-        "| feed day 2 | feed / full day 2 |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for size in report["sizes"]:
-        stage_ratio = round(size["stage_compute_s"] / size["copy_floor_s"], 2)
-        lines.append(
-            f"| {size['rows']:,} | {size['stage_compute_s']} | {stage_ratio} | "
-            f"{size.get('delta_day2_run_s', '—')} | {size.get('delta_over_full_day2', '—')} | "
-            f"{size.get('changes_day2_run_s', '—')} | {size.get('changes_over_full_day2', '—')} |"
-        )
-    return "\n".join(lines) + "\n"
+        lines += [
+            f"**{size['rows']:,} rows** (CSV of day 2: {size['day2_csv_mib']} MiB; hash stage "
+            f"alone {size['stage_compute_s']} s; datagen {size['datagen_s']} s)",
+            "",
+            "| day | " + " | ".join(size["day2_per_model_s"]) + " |",
+            "| --- |" + " ---: |" * len(size["day2_per_model_s"]),
+        ]
+        for label, ours, _, _ in CASES:
+            per_model = size.get(f"{ours}_per_model_s")
+            if per_model:
+                values = list(per_model.values())
+                cells = [str(v) for v in values] + ["—"] * (
+                    len(size["day2_per_model_s"]) - len(values)
+                )
+                lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        lines.append("")
+    return "\n".join(lines)
 
 
 def main(project_dir: Path, args: argparse.Namespace) -> int:
@@ -267,19 +413,21 @@ def main(project_dir: Path, args: argparse.Namespace) -> int:
     output = args.output if args.output.is_absolute() else project_dir / args.output
     work = _scratch_project(project_dir, output / "work")
     os.chdir(work)
-    from hashcdc.project import spark_session
+    from hashcdc.project import profile_output, session_with, spark_session
 
-    startup, spark = _timed(lambda: spark_session(work))
-    sizes = [bench_size(spark, work, rows, args.repeat, not args.no_delta) for rows in args.rows]
+    args.project_dir = project_dir
+    jvm, spark = _timed(lambda: session_with(profile_output(work).get("server_side_parameters")))
+    metastore, spark = _timed(lambda: spark_session(work))
+    sizes = [bench_size(spark, work, rows, args) for rows in args.rows]
     jvm_pid = spark.sparkContext._gateway.proc.pid  # noqa: SLF001 - the JVM's pid
+    peak = {"jvm": _peak_rss_mib(jvm_pid), "python": _peak_rss_mib(os.getpid())}
+    peer_peaks = [s["peer_peak_rss_mib"] for s in sizes if "peer_peak_rss_mib" in s]
+    if peer_peaks:
+        peak["peer"] = max(peer_peaks)
     report = {
         "machine": _machine(spark),
-        "repeat": args.repeat,
-        "startup_s": round(startup, 2),
-        "peak_rss_mib": {
-            "jvm": _peak_rss_mib(jvm_pid),
-            "python": _peak_rss_mib(os.getpid()),
-        },
+        "startup_s": {"jvm": round(jvm, 2), "metastore": round(metastore, 2)},
+        "peak_rss_mib": peak,
         "sizes": sizes,
     }
     output.mkdir(parents=True, exist_ok=True)

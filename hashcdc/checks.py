@@ -16,7 +16,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.columns import ROW_ERRORS, SOURCE_FILE
 from hashcdc.config import TableConfig
-from hashcdc.dates import parse_business_date
+from hashcdc.dates import session_business_date
 from hashcdc.errors import InputDataError
 from hashcdc.feed import PriorSnapshot, fail_on_conflicting_events, report_skipped_events
 from hashcdc.rejects import with_row_numbers
@@ -74,7 +74,7 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
 
     """
     table = TableConfig.from_dict(dbt.config.meta_get("hashcdc_table"))
-    date = parse_business_date(dbt.config.meta_get("business_date"))
+    date = session_business_date(spark)
     counts = written.agg(
         F.count(F.lit(1)).alias("rows"), F.count(ROW_ERRORS).alias("rejected")
     ).first()

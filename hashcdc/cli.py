@@ -24,10 +24,11 @@ from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError, InputDataError
 from hashcdc.lock import table_locks
 from hashcdc.project import (
-    business_date_vars,
     dbt_args,
     find_project_dir,
+    for_business_date,
     invoke_dbt,
+    run_vars,
     spark_session,
     table_selector,
 )
@@ -294,7 +295,10 @@ def _build_dates(
     for business_date, extra in dates_and_args:
         out.rule(f"business date {business_date}")
         started = time.perf_counter()
-        result = invoke_dbt(dbt_args("build", project_dir, [*extra, "--log-path", str(log_dir)]))
+        with for_business_date(business_date):
+            result = invoke_dbt(
+                dbt_args("build", project_dir, [*extra, "--log-path", str(log_dir)])
+            )
         if after_build:
             after_build(result, time.perf_counter() - started)
         rows = audit.invocation_rows(spark, table, [get_invocation_id()])
@@ -331,8 +335,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         (
             business_date,
             [
-                "--vars",
-                business_date_vars(business_date, args.allow_mass_delete),
+                *run_vars(args.allow_mass_delete),
                 *table_selector(args.select or []),
                 *(["--target", args.target] if args.target else []),
             ],
@@ -387,10 +390,7 @@ def _cmd_replay(args: argparse.Namespace) -> int:
             (
                 business_date,
                 [
-                    "--vars",
-                    business_date_vars(
-                        business_date, args.allow_mass_delete, replay=business_date != dates[-1]
-                    ),
+                    *run_vars(args.allow_mass_delete, replay=business_date != dates[-1]),
                     *table_selector(plan[business_date]),
                     *target,
                 ],
@@ -513,8 +513,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     log_dir = _run_log_dir(project_dir, "demo")
     for business_date in DEMO_DATES:
         extra = [
-            "--vars",
-            business_date_vars(business_date),
             *table_selector([DEMO_TABLE]),
             "demo_expected_counts",
         ]
@@ -669,9 +667,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("demo", help="the article's example: 10,000 rows over 3 business dates")
 
-    bench_parser = sub.add_parser("bench", help="benchmark day 2 against the copy floor")
+    bench_parser = sub.add_parser(
+        "bench", help="benchmark the days of four cases against the copy floor and a peer"
+    )
     bench_parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
-    bench_parser.add_argument("--repeat", type=int, default=1)
+    bench_parser.add_argument(
+        "--peer",
+        choices=["dbt-duckdb"],
+        default=None,
+        help="also run the peer (a dbt snapshot on dbt-duckdb) over the same files",
+    )
+    bench_parser.add_argument(
+        "--end-to-end-max-rows",
+        type=int,
+        default=1_000_000,
+        help="time `hashcdc run` of day 2 in its own process for sizes up to this many rows",
+    )
     bench_parser.add_argument("--output", type=Path, default=Path("bench_output"))
     bench_parser.add_argument(
         "--report", type=Path, default=None, help="also write the markdown table here"

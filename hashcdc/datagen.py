@@ -55,21 +55,32 @@ class DatagenOptions:
     expected_counts_seed: str | None = None
     redeliver: bool = False
     out_of_order: bool = False
+    # Per later date, its own (deleted, updated, unchanged) fractions; dates beyond the
+    # tuple take the three fields above.
+    fractions_by_date: tuple[tuple[float, float, float], ...] = ()
 
     @property
     def later_records(self) -> int:
         """Rows of every extract after the first."""
         return self.incremental_records or self.initial_records
 
+    def fractions(self, day: int) -> tuple[float, float, float]:
+        """The (deleted, updated, unchanged) fractions of ``day`` (2 is the first later date)."""
+        if 0 <= day - 2 < len(self.fractions_by_date):
+            return self.fractions_by_date[day - 2]
+        return (self.fraction_deleted, self.fraction_updated, self.fraction_unchanged)
+
     def validate(self) -> None:
         """Raise a :class:`HashcdcError` naming the first inconsistent option."""
-        total = self.fraction_deleted + self.fraction_updated + self.fraction_unchanged
-        if not math.isclose(total, 1.0, abs_tol=1e-9):
-            raise HashcdcError(
-                f"datagen: fractions deleted + updated + unchanged must add up to 1, got {total}"
-            )
-        if min(self.fraction_deleted, self.fraction_updated, self.fraction_unchanged) < 0:
-            raise HashcdcError("datagen: fractions cannot be negative")
+        for day in range(2, len(self.fractions_by_date) + 3):
+            fractions = self.fractions(day)
+            if not math.isclose(sum(fractions), 1.0, abs_tol=1e-9):
+                raise HashcdcError(
+                    "datagen: fractions deleted + updated + unchanged must add up to 1, got "
+                    f"{sum(fractions)}"
+                )
+            if min(fractions) < 0:
+                raise HashcdcError("datagen: fractions cannot be negative")
         if self.initial_records < 1 or self.later_records < self.initial_records:
             raise HashcdcError(
                 "datagen: need initial records >= 1 and incremental records >= initial records"
@@ -107,8 +118,9 @@ def _coprime_multiplier(seed: int, day: int, modulus: int) -> int:
 
 def _evolve(frame: DataFrame, options: DatagenOptions, day: int, previous_count: int) -> DataFrame:
     """Apply one date's deletes (replaced by new keys), updates and unchanged rows."""
-    deleted = round(previous_count * options.fraction_deleted)
-    updated = round(previous_count * options.fraction_updated)
+    fraction_deleted, fraction_updated, _ = options.fractions(day)
+    deleted = round(previous_count * fraction_deleted)
+    updated = round(previous_count * fraction_updated)
     multiplier = _coprime_multiplier(options.seed, day, previous_count)
     offset = (options.seed * 31 + day * 17) % previous_count
     rank = (F.col("position") * multiplier + offset) % previous_count

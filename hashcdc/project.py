@@ -15,6 +15,7 @@ import jinja2
 import yaml
 
 from hashcdc.cluster import watch_executors
+from hashcdc.dates import BUSINESS_DATE_ENV
 from hashcdc.errors import HashcdcError
 from hashcdc.metastore import ensure_metastore_free, prepare_shared_metastore
 
@@ -61,9 +62,9 @@ def scratch_project(source: Path, root: Path) -> dict[str, str]:
 def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list[str]:
     """Arguments for a dbt command against the project and its ``profiles/`` folder.
 
-    Colour codes only on a terminal: never in dbt's log file, a pipe or a redirect. No
-    partial parsing: each business date is another ``--vars``, which makes dbt parse the
-    project again anyway (and say "Unable to do partial parsing" every time).
+    Colour codes only on a terminal: never in dbt's log file, a pipe or a redirect. dbt's
+    partial parsing stays on: the business date is not a var (:func:`for_business_date`),
+    so a new date re-parses nothing.
     """
     return [
         *command.split(),  # "build", or a command and its subcommand: "docs generate"
@@ -72,26 +73,42 @@ def dbt_args(command: str, project_dir: Path, extra: Sequence[str] = ()) -> list
         "--profiles-dir",
         str(project_dir / "profiles"),
         "--no-use-colors-file",
-        "--no-partial-parse",
         *([] if sys.stdout.isatty() else ["--no-use-colors"]),
         *extra,
     ]
 
 
-def business_date_vars(
-    business_date: str, allow_mass_delete: bool = False, replay: bool = False
-) -> str:
-    """The ``--vars`` argument for one business date.
+@contextlib.contextmanager
+def for_business_date(business_date: str) -> Iterator[None]:
+    """Run the dbt invocations inside for ``business_date`` (in :data:`BUSINESS_DATE_ENV`).
+
+    Not a ``--vars`` value: dbt parses the whole project again whenever its vars change,
+    which cost 3-6 s per date; the ``business_date`` macro reads the environment at run
+    time instead.
+    """
+    previous = os.environ.get(BUSINESS_DATE_ENV)
+    os.environ[BUSINESS_DATE_ENV] = business_date
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(BUSINESS_DATE_ENV, None)
+        else:
+            os.environ[BUSINESS_DATE_ENV] = previous
+
+
+def run_vars(allow_mass_delete: bool = False, replay: bool = False) -> list[str]:
+    """The ``--vars`` argument for a run's rarer switches (none when all are off).
 
     ``replay`` lets a date older than the latest processed one run (and keeps every state
     snapshot until the replay's last date): only ``hashcdc replay`` sets it.
     """
-    values: dict[str, Any] = {"business_date": business_date}
+    values: dict[str, Any] = {}
     if allow_mass_delete:
         values["hashcdc_allow_mass_delete"] = True
     if replay:
         values["hashcdc_replay"] = True
-    return json.dumps(values)
+    return ["--vars", json.dumps(values)] if values else []
 
 
 def invoke_dbt(args: list[str]) -> Any:

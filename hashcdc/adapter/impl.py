@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
-from dbt.adapters.base import BaseRelation, PythonJobHelper
+from dbt.adapters.base import BaseRelation, PythonJobHelper, available
 from dbt.adapters.spark.impl import (
     LIST_RELATIONS_MACRO_NAME,
     LIST_RELATIONS_SHOW_TABLES_MACRO_NAME,
@@ -17,6 +18,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
+from hashcdc.dates import BUSINESS_DATE_ENV
 
 # Listing a schema while another process replaces one of its tables: tries, then a
 # slower listing that tolerates it.
@@ -57,6 +59,15 @@ class HashcdcAdapter(SparkAdapter):
         return self._build_spark_relation_list(
             row_list=rows, relation_info_func=self._get_relation_information_using_describe
         )
+
+    @available
+    def business_date_from_environment(self) -> str | None:
+        """The business date ``hashcdc run`` passes in the environment (None if unset).
+
+        Read here, at run time, rather than with dbt's ``env_var``, which dbt records at
+        parse time: a new date would then make it parse the project again.
+        """
+        return os.environ.get(BUSINESS_DATE_ENV) or None
 
     @property
     def default_python_submission_method(self) -> str:

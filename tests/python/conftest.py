@@ -97,11 +97,10 @@ class Project:
         return DbtOutcome(bool(result.success), messages, statuses)
 
     def build(self, business_date: str, *tables: str) -> DbtOutcome:
-        from hashcdc.project import business_date_vars, table_selector
+        from hashcdc.project import for_business_date, table_selector
 
-        return self.dbt(
-            "build", "--vars", business_date_vars(business_date), *table_selector(tables)
-        )
+        with for_business_date(business_date):
+            return self.dbt("build", *table_selector(tables))
 
     @property
     def spark(self) -> Any:

@@ -24,8 +24,10 @@ def test_bench_smoke(project: Any, tmp_path: Path, monkeypatch: Any, capsys: Any
             "bench",
             "--rows",
             "1000",
-            "--repeat",
-            "1",
+            "--peer",
+            "dbt-duckdb",
+            "--end-to-end-max-rows",
+            "0",
             "--output",
             str(tmp_path / "out"),
             "--report",
@@ -36,7 +38,8 @@ def test_bench_smoke(project: Any, tmp_path: Path, monkeypatch: Any, capsys: Any
     figures = json.loads((tmp_path / "out" / "bench.json").read_text())
     (size,) = figures["sizes"]
     assert size["rows"] == 1000
-    assert size["day2_run_s"] > 0 and size["copy_floor_s"] > 0
+    assert size["day2_run_s"] > 0 and size["day2_copy_floor_s"] > 0
+    assert size["day3_run_s"] > 0 and size["dbt_parse_new_date_s"] > 0
     assert size["stage_compute_s"] > 0 and size["delta_day2_run_s"] > 0
     assert size["changes_day2_run_s"] > 0
     # The delta table's and the feed's day 2 applied 1% of the keys as updates (10 of 1,000).
@@ -46,5 +49,14 @@ def test_bench_smoke(project: Any, tmp_path: Path, monkeypatch: Any, capsys: Any
             "where business_date = date'2019-06-19' group by operation"
         )
         assert {row["operation"]: row["n"] for row in counts} == {"U": 10}, table
-    assert "| 1,000 |" in report.read_text()
+    # The peer saw the same data: its current rows match hashcdc's current table, per case.
+    for table, prefix in (
+        ("bench_1000", ""),
+        ("bench_1000_delta", "delta_"),
+        ("bench_1000_changes", "changes_"),
+    ):
+        current = project.rows(f"select count(*) as n from {table}_current")[0]["n"]
+        assert size[f"peer_{prefix}current_rows"] == current, table
+        assert size[f"peer_{prefix}day2_s"] > 0
+    assert "| 1,000 | typical day" in report.read_text()
     os.chdir(project.root)
