@@ -53,7 +53,7 @@ def _peak_rss_mib(pid: int) -> float | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
+                return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         return None
     return None
@@ -84,6 +84,8 @@ def _build(
     from hashcdc.project import dbt_args, for_business_date, invoke_dbt, table_selector
 
     extra = [] if command == "parse" else table_selector([table])
+    if command == "compile":
+        extra.append("--quiet")  # else dbt prints the compiled code
     with for_business_date(business_date):
         seconds, result = _timed(lambda: invoke_dbt(dbt_args(command, work, extra)))
     if not result.success:

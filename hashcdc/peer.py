@@ -11,6 +11,7 @@ process, timed from start to exit. Needs the ``peer`` extra (``pip install hashc
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import resource
@@ -47,10 +48,9 @@ class PeerCase:
 def available() -> bool:
     """Whether dbt-duckdb is installed (the ``peer`` extra)."""
     try:
-        import dbt.adapters.duckdb  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("dbt.adapters.duckdb") is not None
+    except ModuleNotFoundError:  # no dbt.adapters at all
         return False
-    return True
 
 
 class DuckdbPeer:

@@ -3,14 +3,21 @@
 {% endmacro %}
 
 
-{% macro default__business_date() %}
-    {#- A var wins (`dbt build --vars`); else the environment's date (`hashcdc run`), read
-        at run time so that a new date does not make dbt parse the project again. -#}
+{% macro requested_business_date() %}
+    {#- The date given, as text, or none. A var wins (`dbt build --vars`); else the
+        environment's date (`hashcdc run`), read at run time so that a new date does not
+        make dbt parse the project again. -#}
     {%- set value = var('business_date', none) -%}
     {%- if value is none or value | string in ('', 'None') -%}
         {%- set value = adapter.business_date_from_environment() -%}
     {%- endif -%}
-    {%- if value is none or value | string in ('', 'None') -%}
+    {{ return(none if value is none or value | string in ('', 'None') else value | string) }}
+{% endmacro %}
+
+
+{% macro default__business_date() %}
+    {%- set value = hashcdc.requested_business_date() -%}
+    {%- if value is none -%}
         {#- compile, docs generate, ls…: render with a placeholder date instead of failing. -#}
         {%- if execute and hashcdc._is_writing_command() -%}
             {{ exceptions.raise_compiler_error(

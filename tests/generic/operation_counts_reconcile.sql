@@ -6,13 +6,15 @@
       previous state rows            = U + N + D + X
       new state rows (I + U + N + X) = previous state rows + I - D
     a delta extract never tags D, and a full extract tags X only for keys whose row was
-    rejected (kept as they were): X <= rejected rows. For a change feed (extract_type
+    rejected (kept as they were): X <= rejected rows. The new state has one row per key
+    and no null keyhash (the `unique` and `not_null` tests of the current table, in the
+    same scan of the snapshot as the counts; the snapshot is bucketed by keyhash, so
+    counting distinct keys needs no shuffle). For a change feed (extract_type
     changes) the rows touched are at most the events loaded (I + U + N <= loaded events,
     instead of the first rule), and every snapshot has exactly one watermark (W) row.
     Fails with one row per broken rule.
 -#}
-{%- set requested = var('business_date', none) -%}
-{%- if requested is none or requested | string in ('', 'None') -%}
+{%- if hashcdc.requested_business_date() is none -%}
     {%- set probe -%}
         select cast(max(business_date) as string) from {{ model }}
     {%- endset -%}
@@ -24,7 +26,11 @@
 with
 
 snapshot as (
-    select operation from {{ model }}
+    select
+        operation,
+        if(operation in ('I', 'U', 'N', 'X'), keyhash, null) as new_state_keyhash,
+        operation in ('I', 'U', 'N', 'X') and keyhash is null as is_null_key
+    from {{ model }}
     where business_date = date'{{ business_date }}'
 ),
 
@@ -36,7 +42,9 @@ operation_counts as (
         count_if(operation = 'D') as deleted,
         count_if(operation = 'X') as not_supplied,
         count_if(operation = 'W') as watermark_rows,
-        count_if(operation in ('I', 'U', 'N', 'X')) as new_state_rows
+        count_if(operation in ('I', 'U', 'N', 'X')) as new_state_rows,
+        count(distinct new_state_keyhash) as new_state_keys,
+        count_if(is_null_key) as null_keys
     from snapshot
 ),
 
@@ -83,6 +91,18 @@ rules as (
         previous_state_rows.row_count as expected,
         updated + unchanged + deleted + not_supplied as actual
     from operation_counts cross join previous_state_rows
+    union all
+    select
+        'one row per keyhash in the new state' as rule,
+        new_state_rows - null_keys as expected,
+        new_state_keys as actual
+    from operation_counts
+    union all
+    select
+        'no null keyhash in the new state' as rule,
+        0 as expected,
+        null_keys as actual
+    from operation_counts
     union all
     select
         'new state rows = previous state rows + I - D' as rule,
