@@ -166,7 +166,7 @@ def _peer_figures(
 ) -> dict[str, Any]:
     """The dbt-duckdb peer over the same landing files: every date of every table."""
     from hashcdc import datagen
-    from hashcdc.peer import DuckdbPeer, PeerCase, peak_child_rss_mib
+    from hashcdc.peer import DuckdbPeer, PeerCase
 
     cases = [
         PeerCase(
@@ -193,7 +193,7 @@ def _peer_figures(
                 f"hashcdc's {state_rows[options.table_name]:,}",
                 file=sys.stderr,
             )
-    figures["peer_peak_rss_mib"] = peak_child_rss_mib()
+    figures["peer_peak_rss_mib"] = peer.peak_rss_mib
     return figures
 
 
@@ -420,22 +420,22 @@ def main(project_dir: Path, args: argparse.Namespace) -> int:
     args.project_dir = project_dir
     jvm, spark = _timed(lambda: session_with(profile_output(work).get("server_side_parameters")))
     metastore, spark = _timed(lambda: spark_session(work))
-    sizes = [bench_size(spark, work, rows, args) for rows in args.rows]
     jvm_pid = spark.sparkContext._gateway.proc.pid  # noqa: SLF001 - the JVM's pid
-    peak = {"jvm": _peak_rss_mib(jvm_pid), "python": _peak_rss_mib(os.getpid())}
-    peer_peaks = [s["peer_peak_rss_mib"] for s in sizes if "peer_peak_rss_mib" in s]
-    if peer_peaks:
-        peak["peer"] = max(peer_peaks)
-    report = {
+    report: dict[str, Any] = {
         "machine": _machine(spark),
         "startup_s": {"jvm": round(jvm, 2), "metastore": round(metastore, 2)},
-        "peak_rss_mib": peak,
-        "sizes": sizes,
+        "sizes": [],
     }
-    output.mkdir(parents=True, exist_ok=True)
-    (output / "bench.json").write_text(json.dumps(report, indent=2) + "\n")
-    markdown = _markdown(report)
-    (output / "bench.md").write_text(markdown)
+    for rows in args.rows:
+        report["sizes"].append(bench_size(spark, work, rows, args))
+        peak = {"jvm": _peak_rss_mib(jvm_pid), "python": _peak_rss_mib(os.getpid())}
+        peer_peaks = [s["peer_peak_rss_mib"] for s in report["sizes"] if "peer_peak_rss_mib" in s]
+        report["peak_rss_mib"] = {**peak, **({"peer": max(peer_peaks)} if peer_peaks else {})}
+        # Written after every size: a long run's first figures can be read while it goes on.
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "bench.json").write_text(json.dumps(report, indent=2) + "\n")
+        markdown = _markdown(report)
+        (output / "bench.md").write_text(markdown)
     if args.report:
         report_path = args.report if args.report.is_absolute() else project_dir / args.report
         report_path.write_text(markdown)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import resource
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +64,7 @@ class DuckdbPeer:
         self.root = root
         self.cases = {case.name: case for case in cases}
         self.database = root / "peer.duckdb"
+        self.peak_rss_mib = 0.0  # of the largest dbt process so far
         self._write_project()
 
     def _render(self, template: str, target: Path, **context: Any) -> None:
@@ -121,12 +122,20 @@ class DuckdbPeer:
         command = [str(Path(sys.executable).parent / "dbt"), *args]
         command += ["--project-dir", str(self.root), "--profiles-dir", str(self.root)]
         env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
-        started = time.perf_counter()
-        done = subprocess.run(command, cwd=self.root, env=env, capture_output=True, text=True)
-        seconds = time.perf_counter() - started
-        if done.returncode != 0:
-            tail = "\n".join(done.stdout.splitlines()[-15:])
-            raise HashcdcError(f"peer: dbt {' '.join(args[:3])} failed:\n{tail}")
+        with tempfile.TemporaryFile() as output:
+            started = time.perf_counter()
+            process = subprocess.Popen(
+                command, cwd=self.root, env=env, stdout=output, stderr=subprocess.STDOUT
+            )
+            # wait4: this process's own resource use (its peak memory), not all children's.
+            _, status, usage = os.wait4(process.pid, 0)
+            seconds = time.perf_counter() - started
+            process.returncode = os.waitstatus_to_exitcode(status)
+            self.peak_rss_mib = max(self.peak_rss_mib, round(usage.ru_maxrss / 1024, 1))
+            if process.returncode != 0:
+                output.seek(0)
+                tail = "\n".join(output.read().decode(errors="replace").splitlines()[-15:])
+                raise HashcdcError(f"peer: dbt {' '.join(args[:3])} failed:\n{tail}")
         return seconds
 
     def run_date(self, case_name: str, business_date: str) -> dict[str, float]:
@@ -154,8 +163,3 @@ class DuckdbPeer:
             check=True,
         )
         return int(done.stdout.strip())
-
-
-def peak_child_rss_mib() -> float:
-    """Peak resident memory of the largest finished child process (the peer's dbt)."""
-    return round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
