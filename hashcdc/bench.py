@@ -136,16 +136,15 @@ def _run_days(
         figures[f"{prefix}day{day}_per_model_s"] = {k: v[0] for k, v in per_model.items()}
 
 
-def _small_change_day2(spark: Any, work: Path, rows: int, extract_type: str) -> dict[str, Any]:
-    """Day 2 of a delta extract or a change feed in which 1% of the keys changed.
+def _small_change_options(rows: int, extract_type: str) -> Any:
+    """A delta extract or a change feed whose day 2 changes 1% of the keys (updates).
 
     Day 1 loads every row (a full extract; a feed of snapshot reads), so day 2 runs against
-    the full state. Figures are named after the extract type (``delta_…``, ``changes_…``).
+    the full state.
     """
-    from hashcdc import datagen, generate
-    from hashcdc.config import load_table_configs
+    from hashcdc import datagen
 
-    options = datagen.DatagenOptions(
+    return datagen.DatagenOptions(
         table_name=f"bench_{rows}_{extract_type}",
         initial_records=rows,
         dates=DATES[:2],
@@ -154,45 +153,38 @@ def _small_change_day2(spark: Any, work: Path, rows: int, extract_type: str) -> 
         fraction_updated=DELTA_FRACTION_CHANGED,
         fraction_unchanged=1 - DELTA_FRACTION_CHANGED,
     )
-    datagen.generate_extracts(spark, options, work)
-    generate.write(work, load_table_configs(work / "tables"))
-    figures: dict[str, Any] = {}
-    _run_days(work, options.table_name, DATES[:2], figures, f"{extract_type}_")
-    return figures
 
 
-def _peer_figures(
-    work: Path, options_by_case: dict[str, Any], state_rows: dict[str, int]
-) -> dict[str, Any]:
-    """The dbt-duckdb peer over the same landing files: every date of every table."""
+def _peer_case(work: Path, options: Any) -> Any:
+    """The peer's view of a generated table."""
     from hashcdc import datagen
-    from hashcdc.peer import DuckdbPeer, PeerCase
+    from hashcdc.peer import PeerCase
 
-    cases = [
-        PeerCase(
-            name=options.table_name,
-            extract_type=options.extract_type,
-            landing=work / options.output_folder,
-            columns=datagen.table_config(options)["columns"],
-        )
-        for options in options_by_case.values()
-    ]
-    peer = DuckdbPeer(work / "peer", cases)
+    return PeerCase(
+        name=options.table_name,
+        extract_type=options.extract_type,
+        landing=work / options.output_folder,
+        columns=datagen.table_config(options)["columns"],
+    )
+
+
+def _peer_days(spark: Any, peer: Any, options: Any, prefix: str) -> dict[str, Any]:
+    """Every date of one table through the peer; its current rows checked against ours."""
     figures: dict[str, Any] = {}
-    for prefix, options in options_by_case.items():
-        for day, business_date in enumerate(options.dates, start=1):
-            steps = peer.run_date(options.table_name, business_date)
-            figures[f"peer_{prefix}day{day}_load_s"] = steps["load_s"]
-            figures[f"peer_{prefix}day{day}_snapshot_s"] = steps["snapshot_s"]
-            figures[f"peer_{prefix}day{day}_s"] = round(sum(steps.values()), 2)
-        current = peer.current_rows(options.table_name)
-        figures[f"peer_{prefix}current_rows"] = current
-        if current != state_rows[options.table_name]:
-            print(
-                f"bench: the peer's current {options.table_name} has {current:,} rows, "
-                f"hashcdc's {state_rows[options.table_name]:,}",
-                file=sys.stderr,
-            )
+    for day, business_date in enumerate(options.dates, start=1):
+        steps = peer.run_date(options.table_name, business_date)
+        figures[f"peer_{prefix}day{day}_load_s"] = steps["load_s"]
+        figures[f"peer_{prefix}day{day}_snapshot_s"] = steps["snapshot_s"]
+        figures[f"peer_{prefix}day{day}_s"] = round(sum(steps.values()), 2)
+    current = peer.current_rows(options.table_name)
+    ours = spark.table(f"{options.table_name}_current").count()
+    figures[f"peer_{prefix}current_rows"] = current
+    if current != ours:
+        print(
+            f"bench: the peer's current {options.table_name} has {current:,} rows, "
+            f"hashcdc's {ours:,}",
+            file=sys.stderr,
+        )
     figures["peer_peak_rss_mib"] = peer.peak_rss_mib
     return figures
 
@@ -228,10 +220,18 @@ def _end_to_end(project_dir: Path, work: Path, table: str) -> dict[str, float]:
     return seconds
 
 
-def bench_size(spark: Any, work: Path, rows: int, args: argparse.Namespace) -> dict[str, Any]:
-    """Measure one size; returns the figures (seconds; one run each)."""
+def bench_size(
+    spark: Any,
+    work: Path,
+    rows: int,
+    args: argparse.Namespace,
+    figures: dict[str, Any],
+    save: Callable[[], None],
+) -> None:
+    """Measure one size into ``figures`` (seconds; one run each), saving after each step."""
     from hashcdc import datagen, generate
     from hashcdc.config import load_table_configs
+    from hashcdc.peer import DuckdbPeer
 
     table = f"bench_{rows}"
     options = datagen.DatagenOptions(
@@ -240,9 +240,19 @@ def bench_size(spark: Any, work: Path, rows: int, args: argparse.Namespace) -> d
         dates=DATES,
         fractions_by_date=(ARTICLE_FRACTIONS, TYPICAL_FRACTIONS),
     )
+    small_changes = [] if args.no_delta else ["delta", "changes"]
+    options_by_case = {
+        "": options,
+        **{f"{kind}_": _small_change_options(rows, kind) for kind in small_changes},
+    }
+    peer = (
+        DuckdbPeer(work / "peer", [_peer_case(work, o) for o in options_by_case.values()])
+        if args.peer
+        else None
+    )
     datagen_seconds, _ = _timed(lambda: datagen.generate_extracts(spark, options, work))
     generate.write(work, load_table_configs(work / "tables"))
-    figures: dict[str, Any] = {"rows": rows, "datagen_s": round(datagen_seconds, 2)}
+    figures.update({"rows": rows, "datagen_s": round(datagen_seconds, 2)})
     figures.update(_parse_figures(work))
     _run_days(work, table, DATES, figures, "")
     columns = datagen.table_config(options)["columns"]
@@ -255,25 +265,21 @@ def bench_size(spark: Any, work: Path, rows: int, args: argparse.Namespace) -> d
         figures[f"day{day}_copy_floor_s"] = round(floor, 2)
     figures["stage_compute_s"] = round(_stage_compute(spark, work, table, DATES[1]), 2)
     figures["compile_s"] = round(_build(work, DATES[2], table, command="compile"), 2)
-    options_by_case = {"": options}
-    if not args.no_delta:
-        for extract_type in ("delta", "changes"):
-            figures.update(_small_change_day2(spark, work, rows, extract_type))
-            options_by_case[f"{extract_type}_"] = datagen.DatagenOptions(
-                table_name=f"bench_{rows}_{extract_type}",
-                initial_records=rows,
-                dates=DATES[:2],
-                extract_type=extract_type,
-            )
-    if args.peer:
-        state_rows = {
-            o.table_name: spark.table(f"{o.table_name}_current").count()
-            for o in options_by_case.values()
-        }
-        figures.update(_peer_figures(work, options_by_case, state_rows))
+    save()
+    if peer:
+        figures.update(_peer_days(spark, peer, options, ""))
+        save()
+    for kind in small_changes:
+        small = options_by_case[f"{kind}_"]
+        datagen.generate_extracts(spark, small, work)
+        generate.write(work, load_table_configs(work / "tables"))
+        _run_days(work, small.table_name, small.dates, figures, f"{kind}_")
+        save()
+        if peer:
+            figures.update(_peer_days(spark, peer, small, f"{kind}_"))
+            save()
     if rows <= args.end_to_end_max_rows:
         figures.update(_end_to_end(args.project_dir, work, table))
-    return figures
 
 
 def _parse_figures(work: Path) -> dict[str, float]:
@@ -308,6 +314,70 @@ def _ratio(numerator: Any, denominator: Any) -> str:
     if not isinstance(numerator, (int, float)) or not isinstance(denominator, (int, float)):
         return "—"
     return f"{numerator / denominator:.2f}" if denominator else "—"
+
+
+def _targets(report: dict[str, Any]) -> list[str]:
+    """The issue's targets against this run's figures (a line per target and size)."""
+    sizes = {size["rows"]: size for size in report["sizes"] if "day2_run_s" in size}
+    lines = ["| target | rows | measured | met? |", "| --- | ---: | --- | --- |"]
+
+    def row(target: str, rows: int, measured: str, met: bool) -> None:
+        lines.append(f"| {target} | {rows:,} | {measured} | {'yes' if met else 'no'} |")
+
+    for rows, size in sizes.items():
+        if "peer_day2_s" in size:
+            row(
+                "article's day 2 ≤ the peer's",
+                rows,
+                f"{size['day2_run_s']} s vs {size['peer_day2_s']} s",
+                size["day2_run_s"] <= size["peer_day2_s"],
+            )
+        ratio = size["day3_run_s"] / size["day3_copy_floor_s"]
+        row(
+            "typical day ≤ 2× the copy floor",
+            rows,
+            f"{size['day3_run_s']} s vs {size['day3_copy_floor_s']} s: {ratio:.2f}×",
+            ratio <= 2,
+        )
+        if "end_to_end_day2_s" in size:
+            row(
+                "`hashcdc run` of day 2, end to end, ≤ 45 s",
+                rows,
+                f"{size['end_to_end_day2_s']} s",
+                size["end_to_end_day2_s"] <= 45,
+            )
+        row(
+            "dbt parse for a new business date ≤ 1 s",
+            rows,
+            f"{size['dbt_parse_new_date_s']} s",
+            size["dbt_parse_new_date_s"] <= 1,
+        )
+        if "delta_day2_run_s" in size:
+            ratio = size["delta_day2_run_s"] / size["day3_run_s"]
+            row(
+                "1% delta ≤ 0.5× the full day (the typical day: same change)",
+                rows,
+                f"{size['delta_day2_run_s']} s vs {size['day3_run_s']} s: {ratio:.2f}×",
+                ratio <= 0.5,
+            )
+    if len(sizes) > 1:
+        small, large = min(sizes), max(sizes)
+        per_row = {n: sizes[n]["day2_run_s"] / n * 1e6 for n in (small, large)}
+        ratio = per_row[large] / per_row[small]
+        row(
+            f"cost per row at {large:,} ≤ 1.2× that at {small:,} (article's day 2)",
+            large,
+            f"{per_row[large]:.1f} vs {per_row[small]:.1f} µs per row: {ratio:.2f}×",
+            ratio <= 1.2,
+        )
+        peak = report.get("peak_rss_mib", {}).get("jvm")
+        row(
+            f"{large:,} rows on the default driver heap",
+            large,
+            f"ran with driver memory {report['machine']['driver_memory']}; JVM peak {peak} MiB",
+            report["machine"]["driver_memory"] == "4g",
+        )
+    return lines
 
 
 def _markdown(report: dict[str, Any]) -> str:
@@ -355,6 +425,7 @@ def _markdown(report: dict[str, Any]) -> str:
                 f"{peer_text} | {floor_value or '—'} | {_ratio(run, peer_total)} | "
                 f"{_ratio(run, floor_value)} |"
             )
+    lines += ["", "## Against the targets", "", *_targets(report)]
     lines += [
         "",
         "## Fixed cost per run",
@@ -426,16 +497,21 @@ def main(project_dir: Path, args: argparse.Namespace) -> int:
         "startup_s": {"jvm": round(jvm, 2), "metastore": round(metastore, 2)},
         "sizes": [],
     }
-    for rows in args.rows:
-        report["sizes"].append(bench_size(spark, work, rows, args))
+    output.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        """Write what is measured so far: a long run's figures can be read as it goes."""
         peak = {"jvm": _peak_rss_mib(jvm_pid), "python": _peak_rss_mib(os.getpid())}
         peer_peaks = [s["peer_peak_rss_mib"] for s in report["sizes"] if "peer_peak_rss_mib" in s]
         report["peak_rss_mib"] = {**peak, **({"peer": max(peer_peaks)} if peer_peaks else {})}
-        # Written after every size: a long run's first figures can be read while it goes on.
-        output.mkdir(parents=True, exist_ok=True)
         (output / "bench.json").write_text(json.dumps(report, indent=2) + "\n")
-        markdown = _markdown(report)
-        (output / "bench.md").write_text(markdown)
+
+    for rows in args.rows:
+        report["sizes"].append({})
+        bench_size(spark, work, rows, args, report["sizes"][-1], save)
+        save()
+    markdown = _markdown(report)
+    (output / "bench.md").write_text(markdown)
     if args.report:
         report_path = args.report if args.report.is_absolute() else project_dir / args.report
         report_path.write_text(markdown)
