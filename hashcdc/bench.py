@@ -1,14 +1,19 @@
-"""``hashcdc bench``: day 2 of the article's shape against the copy floor, one session.
+"""``hashcdc bench``: four cases of a day against the copy floor and a peer, one session.
 
 For each size it builds a scratch project (its own warehouse and metastore under the
-output folder), generates the article's shape (5 uuid keys, 10 random doubles; day 2:
-20% deleted and replaced, 40% updated, 40% unchanged), runs day 1 and day 2 through the
-real pipeline (dbt in-process, the same SparkSession), and measures in the same session
-the **copy floor**: reading the same day-2 CSV and writing it once as parquet. Start-up
-(JVM, metastore) and dbt's own overhead (parse) are reported apart from the CDC work.
+output folder) and generates the article's shape (5 uuid keys, 10 random doubles) over
+three dates: day 2 is the article's (20% deleted and replaced, 40% updated), day 3 a
+typical day (a full extract in which 1% changed); then a delta and a change feed whose
+day 2 changes 1% of the keys. Every date runs through the real pipeline (dbt in-process,
+the same SparkSession), its tests timed apart. In the same session it measures the
+**copy floor** (reading a day's CSV and writing it once as parquet), the hash stage
+alone, dbt's parse and compile, and start-up (JVM, metastore); with ``--peer
+dbt-duckdb`` each case also runs through :mod:`hashcdc.peer`; up to
+``--end-to-end-max-rows``, ``hashcdc run`` of day 2 is timed as a process of its own.
 
-Results go to ``<output>/bench.json`` and a markdown table (``--report``, e.g.
-``docs/benchmarks.md``). Benchmarks are never part of the test suite's assertions.
+Results go to ``<output>/bench.json`` (after every step) and a markdown report
+(``--report``, e.g. ``docs/benchmarks.md``). Benchmarks are never part of the test
+suite's assertions.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +83,17 @@ def _machine(spark: Any) -> dict[str, Any]:
 
 
 def _build(
-    work: Path, business_date: str, table: str, command: str = "run", per_model: dict | None = None
+    work: Path,
+    business_date: str,
+    table: str,
+    command: str = "run",
+    per_model: dict | None = None,
+    extra_args: Sequence[str] = (),
 ) -> float:
     """Run one dbt command for a date; per-model seconds go into ``per_model``."""
     from hashcdc.project import dbt_args, for_business_date, invoke_dbt, table_selector
 
-    extra = [] if command == "parse" else table_selector([table])
+    extra = [*extra_args] + ([] if command == "parse" else table_selector([table]))
     if command == "compile":
         extra.append("--quiet")  # else dbt prints the compiled code
     with for_business_date(business_date):
@@ -284,14 +294,14 @@ def bench_size(
 
 def _parse_figures(work: Path) -> dict[str, float]:
     """Parse times: the first (full), for a new business date, and with ``--vars``."""
-    from hashcdc.project import dbt_args, invoke_dbt
-
     full = _build(work, DATES[0], "", command="parse")
     new_date = _build(work, DATES[1], "", command="parse")
-    with_vars, _ = _timed(
-        lambda: invoke_dbt(
-            dbt_args("parse", work, ["--vars", json.dumps({"business_date": DATES[1]})])
-        )
+    with_vars = _build(
+        work,
+        DATES[1],
+        "",
+        command="parse",
+        extra_args=["--vars", json.dumps({"business_date": DATES[1]})],
     )
     _build(work, DATES[0], "", command="parse")  # back to no vars, for the runs
     return {
