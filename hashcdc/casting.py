@@ -17,6 +17,8 @@ since the epoch). When an event carries its schema, the field's logical type say
 from __future__ import annotations
 
 import base64
+import functools
+import operator
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
@@ -200,6 +202,17 @@ def column_message(raw: Column, typed: Column, column: ColumnConfig) -> Column:
         what = "key column" if column.key else "non-nullable column"
         message = message.when(~present, F.lit(f"{what} '{column.name}' is empty"))
     return message
+
+
+def present_messages(messages: list[Column]) -> Column:
+    """The messages that are not null, as an array; null when every one is.
+
+    A cheap test of each message guards the array: dropping its nulls is a higher-order
+    function, which Spark evaluates outside generated code (with all it reads), so that
+    runs only for the rows that have a message.
+    """
+    any_present = functools.reduce(operator.or_, [message.isNotNull() for message in messages])
+    return F.when(any_present, F.array_compact(F.array(*messages)))
 
 
 TYPED_PREFIX = "__typed_"

@@ -28,13 +28,23 @@ event.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-from hashcdc.casting import column_message, is_unavailable, stage_typed, typed_value
+from hashcdc.casting import (
+    column_message,
+    is_unavailable,
+    present_messages,
+    stage_typed,
+    typed_value,
+    unavailable_forms,
+)
 from hashcdc.columns import (
     BLOCK_START,
     CORRUPT_RECORD,
@@ -45,6 +55,7 @@ from hashcdc.columns import (
     SOURCE_FILE,
 )
 from hashcdc.config import (
+    EVENT_FORMATS,
     LOWEST_SEQUENCE_VALUES,
     OPERATION_SPELLINGS,
     ColumnConfig,
@@ -73,7 +84,15 @@ EVENT_TIME_RAW = "_event_ms"
 LOGICAL_PREFIX = "_logical_"
 SCALE_PREFIX = "_scale_"
 TOMBSTONE_COLUMN = "_is_tombstone"
+# A JSON line parsed, its envelope (the line or its schema wrapper's payload) and the
+# wrapper's field list: projected once per line, read by every field.
+PARSED_COLUMN = "_parsed"
+ENVELOPE_COLUMN = "_envelope"
+SCHEMA_FIELDS_COLUMN = "_schema_fields"
 UNAVAILABLE_COLUMN = "_unavailable_columns"
+# Characters JSON writers leave as they are inside a string (they must escape only quotes,
+# backslashes and control characters, and none escapes these).
+_LITERAL_IN_JSON = re.compile(r"[A-Za-z0-9_+=.:-]+")
 # Which event operations carry which image.
 IMAGE_OPERATIONS = ("c", "u", "r")
 # Column types whose values a schema's logical type may encode (decimals, dates, times).
@@ -117,15 +136,30 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
     and scale of each date, time and decimal field are taken from it.
     """
     assert table.changes is not None
-    lines = read_event_lines(spark, files)
     line = F.col(LINE_COLUMN)
-    parsed = F.try_parse_json(line)
+    # Each line is parsed once, in a projection of its own: every field below reads the
+    # projected VARIANT (Spark keeps a projection that is used many times; inlined, the
+    # parse would run once per field, and inside conditional branches it is not shared).
+    lines = (
+        read_event_lines(spark, files)
+        .where(F.trim(line) != "")
+        .select("*", F.try_parse_json(line).alias(PARSED_COLUMN))
+    )
+    parsed = F.col(PARSED_COLUMN)
     wrapped_payload = F.try_variant_get(parsed, "$.payload", "variant")
     # The schema wrapper puts the envelope under "payload"; without it, it is the line.
-    envelope = F.coalesce(wrapped_payload, parsed)
-    tombstone = F.coalesce(F.is_variant_null(parsed), F.lit(False)) | F.coalesce(
-        F.is_variant_null(wrapped_payload), F.lit(False)
+    lines = lines.select(
+        "*",
+        F.coalesce(wrapped_payload, parsed).alias(ENVELOPE_COLUMN),
+        (
+            F.coalesce(F.is_variant_null(parsed), F.lit(False))
+            | F.coalesce(F.is_variant_null(wrapped_payload), F.lit(False))
+        ).alias(TOMBSTONE_COLUMN),
+        F.try_variant_get(parsed, "$.schema.fields", _SCHEMA_FIELDS_TYPE).alias(
+            SCHEMA_FIELDS_COLUMN
+        ),
     )
+    envelope = F.col(ENVELOPE_COLUMN)
 
     def text(*path: str) -> Column:
         return F.try_variant_get(envelope, _json_path(*path), "string")
@@ -135,7 +169,7 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
         paths = [(image, name) if image else (name,) for name in column.source_fields]
         return F.coalesce(*[text(*path) for path in paths])
 
-    schema_fields = F.try_variant_get(parsed, "$.schema.fields", _SCHEMA_FIELDS_TYPE)
+    schema_fields = F.col(SCHEMA_FIELDS_COLUMN)
     if table.source.format == "debezium":
         operation = text("op")
         image = {
@@ -167,7 +201,7 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
         event_time = F.coalesce(text("source", "ts_ms"), text("ts_ms"))
     else:
         event_time = F.coalesce(text("__source_ts_ms"), text("__ts_ms"))
-    return lines.where(F.trim(line) != "").select(
+    return lines.select(
         *[value.alias(name) for name, value in image.items()],
         *[value.alias(BEFORE_PREFIX + name) for name, value in before.items()],
         *[value.alias(name) for name, value in logical.items()],
@@ -175,7 +209,7 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
         *[value.alias(SEQUENCE_PREFIX + alias) for alias, value in sequence.items()],
         event_time.alias(EVENT_TIME_RAW),
         F.when(parsed.isNull(), line).alias(CORRUPT_RECORD),
-        tombstone.alias(TOMBSTONE_COLUMN),
+        TOMBSTONE_COLUMN,
         line,
         SOURCE_FILE,
         BLOCK_START,
@@ -400,8 +434,8 @@ def typed_events(
     typed_before = {c.name: typed_refs[BEFORE_PREFIX + c.name] for c in table.key_columns}
     malformed = F.col(CORRUPT_RECORD).isNotNull()
     tombstone = F.col(TOMBSTONE_COLUMN)
-    problems = F.array_compact(
-        F.array(
+    problems = present_messages(
+        [
             F.when(
                 malformed,
                 F.lit("malformed event: the line is not JSON (or a malformed csv row)"),
@@ -410,15 +444,17 @@ def typed_events(
                 F.when(~malformed, p)
                 for p in _event_problems(table, operation, typed, typed_before, unavailable)
             ],
-        )
+        ]
     )
-    errors = F.when(~tombstone & (F.size(problems) > 0), problems)
+    errors = F.when(~tombstone, problems)
     sequence = F.struct(*[_sequence_value(f).alias(f.alias) for f in table.changes.sequence_by])
     before_present = F.lit(False)
     for column in table.key_columns:
         before_present = before_present | F.col(BEFORE_PREFIX + column.name).isNotNull()
-    unavailable_names = F.array_compact(
-        F.array(*[F.when(flag, F.lit(name)) for name, flag in sorted(unavailable.items())])
+    unavailable_names = (
+        present_messages([F.when(flag, F.lit(name)) for name, flag in sorted(unavailable.items())])
+        if unavailable
+        else F.lit(None).cast("array<string>")
     )
     cast = staged.select(
         *[typed[c.name].alias(c.name) for c in table.columns],
@@ -429,7 +465,7 @@ def typed_events(
         F.when(
             (operation == "u") & before_present, typed_row_hash(typed_before, table.key_columns)
         ).alias("before_keyhash"),
-        F.when(F.size(unavailable_names) > 0, unavailable_names).alias(UNAVAILABLE_COLUMN),
+        unavailable_names.alias(UNAVAILABLE_COLUMN),
         errors.alias(ROW_ERRORS),
         F.when(errors.isNotNull(), values_map).alias(RAW_VALUES),
         F.when(errors.isNotNull(), F.col(LINE_COLUMN)).alias(RAW_LINE),
@@ -439,7 +475,7 @@ def typed_events(
     )
     keyed = with_hashes(cast, {"keyhash": list(table.key_columns)})
     marked = prior.mark_new_events(keyed.withColumn("event_id", _event_id(table)))
-    if unavailable and not table.is_keyless:
+    if unavailable and not table.is_keyless and _holds_unavailable(raw, keyed, table):
         marked = prior.fill_unavailable(marked, table)
     # The hashes of an event's row image (all but keyhash, computed above).
     image_hashes = {name: cols for name, cols in row_hashes(table).items() if name != "keyhash"}
@@ -472,6 +508,26 @@ def typed_events(
         BLOCK_START,
         ROW_ID,
     )
+
+
+def _holds_unavailable(raw: DataFrame, events: DataFrame, table: TableConfig) -> bool:
+    """Whether any event of the date holds an unavailable-value placeholder.
+
+    For JSON events a scan of the text comes first: a line without any form of the
+    placeholder holds none (JSON writers escape none of these characters), and the common
+    feed has none, so its lines are not parsed twice. The exact test is an aggregate, not a
+    filter: Spark would push a filter below the projections and parse each line once per
+    column it tests.
+    """
+    assert table.changes is not None and table.changes.unavailable_value is not None
+    *plain_forms, _ = unavailable_forms(table.changes.unavailable_value)
+    if table.source.format in EVENT_FORMATS and all(map(_LITERAL_IN_JSON.fullmatch, plain_forms)):
+        line = F.col(LINE_COLUMN)
+        mentions = functools.reduce(operator.or_, [line.contains(form) for form in plain_forms])
+        if raw.where(mentions).isEmpty():
+            return False
+    found = events.agg(F.max(F.col(UNAVAILABLE_COLUMN).isNotNull()).alias("found")).first()
+    return bool(found["found"])
 
 
 def read_phase(operation: Column) -> Column:
@@ -547,10 +603,9 @@ class PriorSnapshot:
 
         That is the latest value of the column among the key's earlier new events of the
         date that carried it, or else the previous snapshot's value (of the before image's
-        key). Runs only when some event of the date holds a placeholder.
+        key). Called only when some event of the date holds a placeholder (a key's
+        earlier events need a window over the date's events).
         """
-        if events.where(F.col(UNAVAILABLE_COLUMN).isNotNull()).isEmpty():
-            return events
         carried = F.col("is_new_event") & F.col(ROW_ERRORS).isNull()
         carried = carried & F.col("event_op").isin(*IMAGE_OPERATIONS)
         earlier = (
