@@ -510,6 +510,11 @@ def typed_events(
     )
 
 
+def shows_verbatim_in_json(texts: list[str]) -> bool:
+    """Whether every text appears as it is in any JSON line holding it as a string value."""
+    return all(_LITERAL_IN_JSON.fullmatch(text) for text in texts)
+
+
 def _holds_unavailable(raw: DataFrame, events: DataFrame, table: TableConfig) -> bool:
     """Whether any event of the date holds an unavailable-value placeholder.
 
@@ -521,7 +526,7 @@ def _holds_unavailable(raw: DataFrame, events: DataFrame, table: TableConfig) ->
     """
     assert table.changes is not None and table.changes.unavailable_value is not None
     *plain_forms, _ = unavailable_forms(table.changes.unavailable_value)
-    if table.source.format in EVENT_FORMATS and all(map(_LITERAL_IN_JSON.fullmatch, plain_forms)):
+    if table.source.format in EVENT_FORMATS and shows_verbatim_in_json(plain_forms):
         line = F.col(LINE_COLUMN)
         mentions = functools.reduce(operator.or_, [line.contains(form) for form in plain_forms])
         if raw.where(mentions).isEmpty():
