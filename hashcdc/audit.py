@@ -29,6 +29,8 @@ OPERATIONS = (
     ("N", "unchanged"),
 )
 STATUS_STYLES = {"success": "green", "warn": "yellow", "error": "bold red", "skipped": "yellow"}
+# A table whose run ended so did not apply the date: its later dates wait.
+FAILED_STATUSES = ("error", "skipped")
 
 
 def console() -> Console:

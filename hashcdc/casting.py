@@ -29,6 +29,8 @@ from hashcdc.config import ColumnConfig, TableConfig
 SENSITIVE_MASK = "(sensitive value)"
 # ... and instead of a malformed line of a table with sensitive columns.
 SENSITIVE_LINE_MASK = "(line withheld: the table has sensitive columns)"
+# What a text decoder puts where bytes do not decode.
+REPLACEMENT_CHARACTER = "\ufffd"
 _EPOCH_UNITS = {"epoch_seconds": 1, "epoch_millis": 1_000, "epoch_micros": 1_000_000}
 KAFKA_DECIMAL = "org.apache.kafka.connect.data.Decimal"
 VARIABLE_SCALE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
@@ -83,11 +85,21 @@ def typed_value(
         decoded = decoded.when(
             logical == KAFKA_DECIMAL,
             debezium_decimal_text(raw, logical_scale).try_cast(column.type),
+        ).when(logical == VARIABLE_SCALE_DECIMAL, _variable_scale_decimal(raw, column))
+    elif column.type == "string":
+        # A decimal landing in a text column holds the number's text, not its encoding.
+        decoded = decoded.when(
+            logical == KAFKA_DECIMAL, plain_number_text(debezium_decimal_text(raw, logical_scale))
         ).when(
-            logical == VARIABLE_SCALE_DECIMAL,
-            variable_scale_decimal_text(raw).try_cast(column.type),
+            logical == VARIABLE_SCALE_DECIMAL, plain_number_text(variable_scale_decimal_text(raw))
         )
     return decoded.otherwise(configured)
+
+
+def plain_number_text(text: Column) -> Column:
+    """A decoded decimal's text without its padding zeros or a bare trailing point."""
+    unpadded = F.regexp_replace(text, r"^(-?)0+([0-9])", "$1$2")
+    return F.regexp_replace(unpadded, r"\.$", "")
 
 
 def _epoch_value(raw: Column, unit: str) -> Column:
@@ -137,11 +149,32 @@ def debezium_decimal_text(encoded: Column, scale: Column | None) -> Column:
 
 def variable_scale_decimal_text(raw: Column) -> Column:
     """Plain decimal text of Debezium's ``VariableScaleDecimal`` JSON ``{scale, value}``."""
-    parsed = F.try_parse_json(raw)
     return debezium_decimal_text(
-        F.try_variant_get(parsed, "$.value", "string"),
-        F.try_variant_get(parsed, "$.scale", "int"),
+        F.try_variant_get(F.try_parse_json(raw), "$.value", "string"), _variable_scale(raw)
     )
+
+
+def _variable_scale(raw: Column) -> Column:
+    return F.try_variant_get(F.try_parse_json(raw), "$.scale", "int")
+
+
+def _declared_scale(column: ColumnConfig) -> int:
+    return int(column.type[len("decimal(") : -1].split(",")[1])
+
+
+def _is_variable_scale_shape(raw: Column) -> Column:
+    """Whether a value looks like a ``VariableScaleDecimal`` (a JSON object; cheap test)."""
+    return F.ltrim(raw).startswith("{")
+
+
+def _variable_scale_decimal(raw: Column, column: ColumnConfig) -> Column:
+    """A ``VariableScaleDecimal`` as the declared decimal; null when its scale is larger.
+
+    A larger scale would be rounded by the cast: that is a reject
+    (:func:`column_message` names both scales), never a silent change of the value.
+    """
+    fits = _variable_scale(raw) <= F.lit(_declared_scale(column))
+    return F.when(fits, variable_scale_decimal_text(raw).try_cast(column.type))
 
 
 def _configured_value(raw: Column, column: ColumnConfig) -> Column:
@@ -149,10 +182,15 @@ def _configured_value(raw: Column, column: ColumnConfig) -> Column:
     if column.encoding == "debezium_decimal":
         scale = column.source_scale
         if scale is None:
-            scale = int(column.type[len("decimal(") : -1].split(",")[1])
+            scale = _declared_scale(column)
         return debezium_decimal_text(raw, F.lit(scale)).try_cast(column.type)
     if column.encoding == "debezium_variable_decimal":
-        return variable_scale_decimal_text(raw).try_cast(column.type)
+        return _variable_scale_decimal(raw, column)
+    if column.type.startswith("decimal"):
+        # Debezium's VariableScaleDecimal when the events carry no schema: its shape says it.
+        return F.when(
+            _is_variable_scale_shape(raw), _variable_scale_decimal(raw, column)
+        ).otherwise(raw.try_cast(column.type))
     if column.type == "string":
         return raw
     if column.type == "date" and column.format == "epoch_days":
@@ -173,6 +211,15 @@ def is_present(raw: Column, column: ColumnConfig) -> Column:
     return raw.isNotNull() & (F.trim(raw) != "")
 
 
+def holds_undecodable_bytes(raw: Column) -> Column:
+    """Whether text holds U+FFFD, which a reader puts where bytes were not valid text.
+
+    Spark's CSV reader decodes each line in the extract's encoding and puts the
+    replacement character where bytes do not decode: such a value is not the source's.
+    """
+    return F.instr(raw, REPLACEMENT_CHARACTER) > 0
+
+
 def column_failed(raw: Column, typed: Column, column: ColumnConfig) -> Column:
     """True when the value does not cast, or is missing where it is required."""
     # typed first: the left operand of `&` is always evaluated, so Spark computes the cast
@@ -180,6 +227,8 @@ def column_failed(raw: Column, typed: Column, column: ColumnConfig) -> Column:
     failed = typed.isNull() & raw.isNotNull()
     if column.type != "string":
         failed = failed & (F.trim(raw) != "")
+    else:
+        failed = failed | F.coalesce(holds_undecodable_bytes(raw), F.lit(False))
     if not column.nullable:
         failed = failed | ~is_present(raw, column)
     return failed
@@ -194,13 +243,47 @@ def column_message(raw: Column, typed: Column, column: ColumnConfig) -> Column:
         described += f", encoding '{column.encoding}'"
     described += ")"
     present = is_present(raw, column)
-    message = F.when(
-        present & typed.isNull(),
-        F.concat(F.lit(f"{described}: value '"), raw, F.lit("' does not cast")),
+    failed = present & typed.isNull()
+    reasons = []
+    if column.type.startswith("decimal") and column.encoding != "debezium_decimal":
+        declared, scale = _declared_scale(column), _variable_scale(raw)
+        too_fine = failed & _is_variable_scale_shape(raw) & (scale > declared)
+        reasons.append(
+            (
+                too_fine,
+                F.concat(
+                    F.lit(f"{described}: value '"),
+                    raw,
+                    F.lit("' has scale "),
+                    scale.cast("string"),
+                    F.lit(f", more than the {declared} of {column.type}"),
+                ),
+            )
+        )
+    if column.type == "string":
+        reasons.append(
+            (
+                holds_undecodable_bytes(raw),
+                F.concat(
+                    F.lit(f"{described}: value '"),
+                    raw,
+                    F.lit(
+                        "' holds bytes that are not valid text in the extract's encoding "
+                        f"(shown as {REPLACEMENT_CHARACTER}): fix the source's encoding, or "
+                        "set source.csv.encoding"
+                    ),
+                ),
+            )
+        )
+    reasons.append(
+        (failed, F.concat(F.lit(f"{described}: value '"), raw, F.lit("' does not cast")))
     )
     if not column.nullable:
         what = "key column" if column.key else "non-nullable column"
-        message = message.when(~present, F.lit(f"{what} '{column.name}' is empty"))
+        reasons.append((~present, F.lit(f"{what} '{column.name}' is empty")))
+    message = F.when(*reasons[0])
+    for condition, text in reasons[1:]:
+        message = message.when(condition, text)
     return message
 
 

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -276,39 +277,105 @@ def _run_log_dir(project_dir: Path, command: str) -> Path:
     return folder
 
 
+@dataclass(frozen=True)
+class DateRun:
+    """One business date of a run: the tables it builds and its other dbt arguments.
+
+    ``tables`` empty: every table (no ``--select``).
+    """
+
+    business_date: str
+    tables: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    # Other dbt nodes built with the tables (the demo's seed of expected counts).
+    also_select: tuple[str, ...] = ()
+
+
+@dataclass
+class Stops:
+    """Tables that failed, each with the date it stopped at; later dates skip them."""
+
+    at: dict[str, str] = field(default_factory=dict)
+    # A failure no table can be blamed for (dbt itself failed): every date after stops.
+    everything: str | None = None
+
+    def not_run(self, dates: Sequence[str]) -> dict[str, list[str]]:
+        """Per stopped table (or ``*`` for all), the later dates that were not run for it."""
+        later = {t: [d for d in dates if d > date] for t, date in self.at.items()}
+        if self.everything:
+            later["*"] = [d for d in dates if d > self.everything]
+        return later
+
+    def report(self, command: str, dates: Sequence[str]) -> str:
+        """What stopped where, one line each, for standard error."""
+        lines = []
+        for table, later in sorted(self.not_run(dates).items()):
+            where = self.everything if table == "*" else self.at[table]
+            what = "every table" if table == "*" else f"table {table}"
+            lines.append(
+                f"hashcdc {command}: {what} stopped at {where} (see the summary above; "
+                "`hashcdc status` shows every table)"
+                + (f"; not run for: {', '.join(later)}" if later else "")
+            )
+        return "\n".join(lines)
+
+    def __bool__(self) -> bool:
+        return bool(self.at) or self.everything is not None
+
+
 def _build_dates(
     spark: Any,
     project_dir: Path,
-    dates_and_args: Sequence[tuple[str, list[str]]],
+    runs: Sequence[DateRun],
     log_dir: Path,
     after_build: Callable[[Any, float], None] | None = None,
-) -> str | None:
+) -> Stops:
     """``dbt build`` each business date in turn, printing a header and the date's summary.
 
-    ``after_build`` gets each build's dbt result and seconds (``run --profile``). Returns
-    the first date that failed (the later ones are not run), or None.
+    A table that fails on a date is not built on the later dates (its dates apply in
+    order); the other tables carry on. ``after_build`` gets each build's dbt result and
+    seconds (``run --profile``). Returns where tables stopped.
     """
     from dbt_common.invocation import get_invocation_id
 
     out = audit.console()
     table = audit.audit_table(project_dir)
-    for business_date, extra in dates_and_args:
-        out.rule(f"business date {business_date}")
+    stops = Stops()
+    for run in runs:
+        if stops.everything:
+            break
+        selected = [t for t in run.tables if t not in stops.at]
+        if run.tables and not selected:
+            continue
+        if stops.at and not run.tables:
+            active = [name for name in _all_tables(project_dir) if name not in stops.at]
+            selected = active
+        out.rule(f"business date {run.business_date}")
         started = time.perf_counter()
-        with for_business_date(business_date):
-            result = invoke_dbt(
-                dbt_args("build", project_dir, [*extra, "--log-path", str(log_dir)])
-            )
+        selector = table_selector(selected)
+        if selector and run.also_select:
+            selector += run.also_select
+        args = [*run.extra, *selector, "--log-path", str(log_dir)]
+        with for_business_date(run.business_date):
+            result = invoke_dbt(dbt_args("build", project_dir, args))
         if after_build:
             after_build(result, time.perf_counter() - started)
         rows = audit.invocation_rows(spark, table, [get_invocation_id()])
         if rows:
             audit.print_summary(rows, out)
         else:
-            out.print(f"no table of {business_date} reached its state model (dbt output above)")
-        if not result.success:
-            return business_date
-    return None
+            out.print(f"no table of {run.business_date} reached its state model (dbt output above)")
+        failed = [row.table_name for row in rows if row.status in audit.FAILED_STATUSES]
+        for name in failed:
+            stops.at.setdefault(name, run.business_date)
+        if not result.success and not failed:
+            stops.everything = run.business_date
+    return stops
+
+
+def _all_tables(project_dir: Path) -> list[str]:
+    """Every enabled table of the project."""
+    return sorted(t.name for t in load_table_configs(project_dir / "tables") if t.enabled)
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -331,30 +398,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     spark = spark_session(project_dir, args.target)
     log_dir = _run_log_dir(project_dir, "run")
-    runs = [
-        (
-            business_date,
-            [
-                *run_vars(args.allow_mass_delete),
-                *table_selector(args.select or []),
-                *(["--target", args.target] if args.target else []),
-            ],
-        )
-        for business_date in dates
-    ]
+    extra = (
+        *run_vars(args.allow_mass_delete),
+        *(["--target", args.target] if args.target else []),
+    )
+    runs = [DateRun(d, tuple(args.select or ()), extra) for d in dates]
     profile = functools.partial(_print_profile, project_dir) if args.profile else None
     with table_locks(spark, tables):
-        failed = _build_dates(spark, project_dir, runs, log_dir, after_build=profile)
+        stops = _build_dates(spark, project_dir, runs, log_dir, after_build=profile)
     report = executor_report(spark)
     if report:
         print(report)
     print(f"full log: {_shown(log_dir / 'dbt.log')}")
-    if failed:
-        later = [d for d in dates if d > failed]
+    if stops:
         print(
-            f"hashcdc run --date {failed}: failed (see the summary above; `hashcdc status` "
-            f"shows every table); fix the cause and run the date again"
-            + (f"; not run: {', '.join(later)}" if later else ""),
+            stops.report("run", dates) + "\nhashcdc run: fix the cause and run those dates again.",
             file=sys.stderr,
         )
         return 1
@@ -387,23 +445,24 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         print(f"hashcdc replay: {len(dates)} date(s) from {dates[0]} to {dates[-1]}")
         # The last date runs as a normal run: in order again, and it prunes snapshots.
         runs = [
-            (
+            DateRun(
                 business_date,
-                [
+                tuple(plan[business_date]),
+                (
                     *run_vars(args.allow_mass_delete, replay=business_date != dates[-1]),
-                    *table_selector(plan[business_date]),
                     *target,
-                ],
+                ),
             )
             for business_date in dates
         ]
         log_dir = _run_log_dir(project_dir, "replay")
-        failed = _build_dates(spark, project_dir, runs, log_dir)
+        stops = _build_dates(spark, project_dir, runs, log_dir)
     print(f"full log: {_shown(log_dir / 'dbt.log')}")
-    if failed:
+    if stops:
+        first = min([*stops.at.values(), *([stops.everything] if stops.everything else [])])
         print(
-            f"hashcdc replay: stopped at {failed} (see the summary above); the dates before "
-            f"it are recomputed. Fix the cause and run `hashcdc replay --from {failed}`.",
+            stops.report("replay", dates) + "\nThe dates before are recomputed. Fix the cause "
+            f"and run `hashcdc replay --from {first}`.",
             file=sys.stderr,
         )
         return 1
@@ -512,11 +571,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     summary: list[str] = []
     log_dir = _run_log_dir(project_dir, "demo")
     for business_date in DEMO_DATES:
-        extra = [
-            *table_selector([DEMO_TABLE]),
-            "demo_expected_counts",
-        ]
-        if _build_dates(spark, project_dir, [(business_date, extra)], log_dir):
+        # The demo's seed of expected counts is built with it.
+        run = DateRun(business_date, (DEMO_TABLE,), also_select=("demo_expected_counts",))
+        if _build_dates(spark, project_dir, [run], log_dir):
             print(
                 f"demo: business date {business_date} failed (see above; full log: "
                 f"{_shown(log_dir / 'dbt.log')})",

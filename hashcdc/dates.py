@@ -51,3 +51,9 @@ def parse_business_date(value: Any) -> str:
 def session_business_date(spark: Any) -> str:
     """The business date a Python model runs for (the session setting of its pre-hook)."""
     return parse_business_date(spark.conf.get(BUSINESS_DATE_CONF, None))
+
+
+def partition_dates(spark: Any, table: str) -> list[str]:
+    """The business dates of a table's partitions (from the metastore), ascending."""
+    rows = spark.sql(f"show partitions {table}").collect()
+    return sorted(row[0].split("=", 1)[1] for row in rows)

@@ -17,11 +17,18 @@ finds its tables in the config's shape:
   table, is refused before anything is written, saying what to do.
 
 Columns are never dropped: a column ``removed`` from the source stays in every table.
+
+A column appended to the config without ``added:`` is recognised as added by
+:func:`infer_additions`: the tables lack it, so the first date whose extract carries it is
+the date it was added. That date is recorded on the state table (table property
+``hashcdc.added.<column>``) before the column is added, so later runs, replays and the
+state macros (``_with_recorded_additions``) know it as if the config said it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +36,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from hashcdc.config import ColumnConfig, TableConfig, type_change_problem
+from hashcdc.dates import partition_dates
 from hashcdc.errors import ConfigError, HashcdcError
 
 # hashcdc's own columns a table kind carries besides the configured ones (name -> type),
@@ -42,6 +50,8 @@ REWRITE_SUFFIX = "__hashcdc_rewrite"
 RETIRED_SUFFIX = "__hashcdc_retired"
 # Table properties that are hashcdc's (copied by a rewrite); Spark's own are not.
 OWN_PROPERTY_PREFIX = "hashcdc."
+# On the state table: the inferred first date of a column added without `added:`.
+ADDED_PROPERTY_PREFIX = OWN_PROPERTY_PREFIX + "added."
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,89 @@ def persisted_tables(schema: str, table: TableConfig) -> list[PersistedTable]:
             PersistedTable(f"{schema}.{table.name}_sensitive_history", sensitive, {}),
         ]
     return tables
+
+
+def own_properties(spark: SparkSession, table: str) -> dict[str, str]:
+    """A table's hashcdc properties (``hashcdc.*``)."""
+    return {
+        row[0]: row[1]
+        for row in spark.sql(f"show tblproperties {table}").collect()
+        if row[0].startswith(OWN_PROPERTY_PREFIX)
+    }
+
+
+def infer_additions(
+    spark: SparkSession, schema: str, table: TableConfig, business_date: str
+) -> tuple[TableConfig, list[str]]:
+    """The config with every column's ``added`` date, recorded or inferred for this date.
+
+    A column without ``added`` takes the date recorded on the state table for it; one the
+    tables lack (and no recorded date) was appended to the config without ceremony: its
+    first date is this one. Returns the config and the columns inferred now (to record
+    with :func:`record_additions` once the extract is known to carry them).
+
+    Raises
+    ------
+    ConfigError
+        When the date is not after the latest processed one (a replay, a late date): the
+        first date cannot be inferred; the message gives the YAML line to add.
+
+    """
+    state = f"{schema}.{table.name}_state"
+    if not spark.catalog.tableExists(state):
+        return table, []
+    recorded = {
+        key.removeprefix(ADDED_PROPERTY_PREFIX): value
+        for key, value in own_properties(spark, state).items()
+        if key.startswith(ADDED_PROPERTY_PREFIX)
+    }
+    existing = {field.name for field in spark.table(state).schema.fields}
+    sensitive_state = f"{schema}.{table.name}_sensitive_state"
+    if table.sensitive_columns and spark.catalog.tableExists(sensitive_state):
+        existing |= {field.name for field in spark.table(sensitive_state).schema.fields}
+    columns, inferred = [], []
+    for column in table.columns:
+        if column.added is None and column.name in recorded:
+            column = dataclasses.replace(column, added=recorded[column.name])
+        elif column.added is None and not {column.name, *column.renamed_from} & existing:
+            column = dataclasses.replace(column, added=business_date)
+            inferred.append(column)
+        columns.append(column)
+    latest = max(partition_dates(spark, state), default=None) if inferred else None
+    if latest is not None and business_date <= latest:
+        lines = "\n".join(
+            f"  - {{name: {c.name}, type: '{c.type}', added: '{business_date}'}}" for c in inferred
+        )
+        raise ConfigError(
+            f"table '{table.name}': column(s) {', '.join(c.name for c in inferred)} of "
+            f"{table.config_file} are not in its tables yet, and {business_date} is not after "
+            f"the latest processed date {latest}, so the date the source began to send them "
+            "cannot be inferred; nothing was written. Say it in their lines of "
+            f"{table.config_file} (the first business date whose extract carries them; "
+            f"{business_date} if it is this one), then run `hashcdc generate`:\n{lines}"
+        )
+    return dataclasses.replace(table, columns=tuple(columns)), [c.name for c in inferred]
+
+
+def record_additions(
+    spark: SparkSession, schema: str, table: TableConfig, inferred: list[str], business_date: str
+) -> None:
+    """Record the inferred first dates on the state table, and say so once, in one line."""
+    if not inferred:
+        return
+    properties = ", ".join(
+        f"'{ADDED_PROPERTY_PREFIX}{name}' = '{business_date}'" for name in inferred
+    )
+    spark.sql(f"alter table {schema}.{table.name}_state set tblproperties ({properties})")
+    added = ", ".join(f"'{name}'" for name in inferred)
+    print(
+        f"hashcdc: table '{table.name}': column(s) {added} first appear in the extract of "
+        f"{business_date}: taken as added on that date (earlier rows are not updates because "
+        f"of them). To say so in {table.config_file}, add `added: '{business_date}'` to "
+        "their lines.",
+        file=sys.stdout,
+        flush=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -267,11 +360,7 @@ def _rewrite(
     catalog_columns = spark.catalog.listColumns(table)
     partitions = [c.name for c in catalog_columns if c.isPartition]
     buckets = [c.name for c in catalog_columns if c.isBucket]
-    properties = {
-        row[0]: row[1]
-        for row in spark.sql(f"show tblproperties {table}").collect()
-        if row[0].startswith(OWN_PROPERTY_PREFIX)
-    }
+    properties = own_properties(spark, table)
     clauses, hint = ["using parquet"], ""
     if partitions:
         clauses.append(f"partitioned by ({', '.join(partitions)})")

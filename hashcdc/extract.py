@@ -25,6 +25,22 @@ LINE_COLUMN = "_line"
 # field ("") as "". With this marker (never in real data) as nullValue, `a,,b` reads as
 # null and `a,"",b` as the empty string, as in PostgreSQL's CSV format.
 UNQUOTED_EMPTY_MARKER = "\u0001"
+# How much of each text file the driver looks at to tell text from a compressed or binary
+# file.
+SNIFF_BYTES = 8192
+# Leading bytes of the compressed and archive formats an extract arrives in by mistake,
+# and how Spark can read each (it decompresses by file extension).
+_COMPRESSED_SIGNATURES = {
+    b"\x1f\x8b": ("gzip", "name it with .gz at the end (Spark decompresses .gz files)"),
+    b"BZh": ("bzip2", "name it with .bz2 at the end (Spark decompresses .bz2 files)"),
+    b"\x28\xb5\x2f\xfd": ("zstd", "name it with .zst at the end (Spark decompresses .zst files)"),
+    b"\x04\x22\x4d\x18": ("lz4", "decompress it first (Spark reads Hadoop's .lz4 framing only)"),
+    b"\xfd7zXZ\x00": ("xz", "decompress it first (Spark does not read xz)"),
+    b"PK\x03\x04": ("zip archive", "unzip it first (Spark does not read zip archives)"),
+    b"PAR1": ("parquet", "set source.format: parquet, or deliver the csv"),
+}
+# Encodings whose text never holds a NUL byte (UTF-16 and UTF-32 do).
+_NUL_FREE_ENCODINGS = ("utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin1", "cp1252")
 
 
 def resolve_source_path(table: TableConfig, business_date: str) -> str:
@@ -51,6 +67,45 @@ def extract_files(spark: SparkSession, table: TableConfig, business_date: str) -
             "Nothing was written; deliver the extract and re-run the date."
         )
     return files
+
+
+def not_text_problem(head: bytes, encoding: str) -> str | None:
+    """Why a file's first bytes are not text in ``encoding`` (None when they may be).
+
+    A compressed file under a plain name, an archive or parquet say how to make them
+    readable; NUL bytes in an encoding that has none mean a binary file. Invalid byte
+    sequences alone are not judged here: the rows that hold them are rejected one by one.
+    """
+    for signature, (kind, remedy) in _COMPRESSED_SIGNATURES.items():
+        if head.startswith(signature):
+            return f"is a {kind} file, not {encoding} text: {remedy}"
+    if encoding.lower().replace("_", "-") in _NUL_FREE_ENCODINGS and b"\x00" in head:
+        return f"is not {encoding} text (it holds NUL bytes: a binary file?)"
+    return None
+
+
+def refuse_files_not_text(
+    spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+) -> None:
+    """Refuse a text extract (csv, JSON events) any of whose files is not text.
+
+    Raises
+    ------
+    InputDataError
+        One line: the table, the date, the file and what would make it readable.
+
+    """
+    if table.source.format == "parquet":
+        return
+    encoding = table.source.csv["encoding"] if table.source.format == "csv" else "UTF-8"
+    hadoop = HadoopFiles.of(spark)
+    for file in files:
+        problem = not_text_problem(hadoop.head(file, SNIFF_BYTES), encoding)
+        if problem:
+            raise InputDataError(
+                f"table '{table.name}', business date {business_date}: {file} {problem}; "
+                "nothing was written."
+            )
 
 
 def read_event_lines(spark: SparkSession, files: list[str]) -> DataFrame:

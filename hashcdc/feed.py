@@ -62,6 +62,7 @@ from hashcdc.config import (
     SequenceField,
     TableConfig,
 )
+from hashcdc.dates import partition_dates
 from hashcdc.errors import InputDataError
 from hashcdc.extract import LINE_COLUMN, read_event_lines
 from hashcdc.hashing import (
@@ -560,8 +561,7 @@ class PriorSnapshot:
         """The latest snapshot of ``state`` before ``date`` (from the metastore's partitions)."""
         if state is None or not spark.catalog.tableExists(state):
             return cls(None)
-        dates = [row[0].split("=", 1)[1] for row in spark.sql(f"show partitions {state}").collect()]
-        earlier = [d for d in dates if d < date]
+        earlier = [d for d in partition_dates(spark, state) if d < date]
         if not earlier:
             return cls(None)
         rows = spark.table(state).where(F.col("business_date") == F.lit(max(earlier)).cast("date"))

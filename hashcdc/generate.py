@@ -139,9 +139,11 @@ def _columns(columns: tuple[ColumnConfig, ...]) -> list[dict[str, str]]:
 
 
 def _shape_changes(compared: tuple[ColumnConfig, ...]) -> str:
-    """The ``shape_changes`` argument of the state macros ('' when no column changed shape).
+    """The ``shape_changes`` argument of the state macros ('' without compared columns).
 
     The compared columns, and for each that changed shape, how (``only_shape_differs``).
+    The list is there even when no column changed shape in the config: a column added
+    without ``added:`` gets its date at run time (``_with_recorded_additions``).
     """
     changed = {}
     for column in compared:
@@ -155,15 +157,15 @@ def _shape_changes(compared: tuple[ColumnConfig, ...]) -> str:
         change = {key: value for key, value in change.items() if value}
         if change:
             changed[column.name] = change
-    if not changed:
+    if not compared:
         return ""
     names = _wrapped_list([f"'{c.name}'" for c in compared], indent=20)
+    changes = [f"                '{name}': {change!r}," for name, change in changed.items()]
     lines = [
         "{",
         f"            'compared': {names},",
-        "            'changed': {",
-        *[f"                '{name}': {change!r}," for name, change in changed.items()],
-        "            },",
+        *(["            'changed': {", *changes, "            },"] if changes else []),
+        *([] if changes else ["            'changed': {},"]),
         "        }",
     ]
     return "\n".join(lines)

@@ -78,27 +78,46 @@ class HadoopFiles:
             self.filesystem(origin), origin, self.filesystem(target), target, False, self.conf
         )
 
-    def first_line(self, file: str, encoding: str = "UTF-8") -> str:
-        """The first line of a (possibly compressed) text file, read by the driver."""
+    def _open(self, file: str) -> Any:
+        """An input stream of a file as Spark reads it (decompressed by its extension)."""
         path = self.path(file)
         stream = self.filesystem(path).open(path)
         codec = self.jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(self.conf)
         decoder = codec.getCodec(path)
-        if decoder is not None:
-            stream = decoder.createInputStream(stream)
+        return decoder.createInputStream(stream) if decoder is not None else stream
+
+    def head(self, file: str, size: int) -> bytes:
+        """Up to the first ``size`` bytes of a file as Spark reads it."""
+        stream = self._open(file)
+        try:
+            return bytes(stream.readNBytes(size))
+        except Exception as exc:
+            self._raise_if_checksum(exc, file)
+            raise
+        finally:
+            stream.close()
+
+    def _raise_if_checksum(self, exc: Exception, file: str) -> None:
+        """Translate Hadoop's checksum failure (a file changed after Spark wrote it)."""
+        if "ChecksumException" not in str(exc):
+            return
+        # Hadoop's local file system checks a file against its `.<name>.crc` sidecar,
+        # which Spark wrote with it: a file edited since fails the check.
+        raise InputDataError(
+            f"{file} no longer matches its checksum file (.{self.path(file).getName()}.crc "
+            "beside it): the file was changed after Spark wrote it. Delete the .crc file if "
+            "the change is meant, or deliver the file again; nothing was written."
+        ) from None
+
+    def first_line(self, file: str, encoding: str = "UTF-8") -> str:
+        """The first line of a (possibly compressed) text file, read by the driver."""
+        stream = self._open(file)
         text = self.jvm.java.io.InputStreamReader(stream, encoding)
         reader = self.jvm.java.io.BufferedReader(text)
         try:
             return reader.readLine() or ""
         except Exception as exc:
-            if "ChecksumException" not in str(exc):
-                raise
-            # Hadoop's local file system checks a file against its `.<name>.crc` sidecar,
-            # which Spark wrote with it: a file edited since fails the check.
-            raise InputDataError(
-                f"{file} no longer matches its checksum file (.{path.getName()}.crc beside "
-                "it): the file was changed after Spark wrote it. Delete the .crc file if the "
-                "change is meant, or deliver the file again; nothing was written."
-            ) from None
+            self._raise_if_checksum(exc, file)
+            raise
         finally:
             reader.close()

@@ -101,8 +101,11 @@ def _sample_csv_values(
         .csv(file)
     )
     by_lower = {c.lower(): c for c in frame.columns}
-    rows = frame.select(*[F.col(f"`{by_lower[n]}`") for n in names]).limit(SAMPLE_ROWS).collect()
-    return {name: [row[i] for row in rows] for i, name in enumerate(names)}
+    # Spark's header parser may name a column differently from Python's: no sample then.
+    found = [n for n in names if n in by_lower]
+    rows = frame.select(*[F.col(f"`{by_lower[n]}`") for n in found]).limit(SAMPLE_ROWS).collect()
+    samples = {name: [row[i] for row in rows] for i, name in enumerate(found)}
+    return {name: samples.get(name, []) for name in names}
 
 
 def _suggestion(columns: dict[str, str], table: TableConfig, business_date: str) -> str:

@@ -3,9 +3,16 @@
 Spark's embedded Hive metastore is a Derby database in a folder (``metastore_db``). Derby
 holds an exclusive lock on its ``dbex.lck`` file while a JVM has the database booted, and
 a second JVM fails only after a minute of start-up, with thousands of lines of stack
-traces. :func:`ensure_metastore_free` tries the same lock from Python first (a POSIX
-record lock, as Java's ``FileChannel.tryLock`` takes it) and, when another process holds
-it, names that process (from ``/proc/locks`` where the system has it) in one line.
+traces. Derby's lock alone cannot guard a process: it is taken only once the JVM has
+started and booted the database, tens of seconds after the process began. So
+:func:`ensure_metastore_free` first takes a lock of hashcdc's own, ``<metastore>.lock``
+beside the database folder, before Spark starts, and holds it for the life of the process
+(an ``flock``, released by the kernel whatever way the process ends). The file names its
+holder (pid, command, start) and whether it is on its way out: a process that is
+stopping its JVM marks the file ``exiting``, and a newcomer waits for it (a few seconds)
+instead of failing. Then Derby's own lock is tried too (a POSIX record lock, as Java's
+``FileChannel.tryLock`` takes it), for a JVM whose Python process is gone or a process
+that is not hashcdc's; its holder is named from ``/proc/locks``.
 
 A shared metastore is a Hive metastore database on a server (PostgreSQL, as tested), which
 every process reaches through JDBC. :func:`prepare_shared_metastore` creates its tables on
@@ -18,15 +25,17 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from hashcdc.errors import HashcdcError
 
@@ -46,6 +55,11 @@ SCHEMA_MARKER_TABLE = "TBLS"
 # Any constant: the PostgreSQL advisory lock that serialises first-use schema creation.
 SCHEMA_LOCK_KEY = 0x68617368
 DERBY_LOCK_FILE = "dbex.lck"
+# hashcdc's own lock, beside the database folder: <folder>.lock.
+PROCESS_LOCK_SUFFIX = ".lock"
+# How long a newcomer waits for a holder that is stopping (its JVM shuts Derby down).
+EXITING_WAIT_SECONDS = 30.0
+POLL_SECONDS = 0.1
 # How much of the holder's command line the message shows.
 COMMAND_WIDTH = 120
 _DERBY_DATABASE = re.compile(r"^jdbc:derby:.*databaseName=([^;]+)")
@@ -58,11 +72,16 @@ class MetastoreBusyError(HashcdcError):
 
 @dataclass(frozen=True)
 class Holder:
-    """The process holding a lock: its id, command line and start time (when known)."""
+    """The process holding a lock: its id, command line and start time (when known).
+
+    ``exiting``: the holder is on its way out (it marked its lock so, or it is a Spark JVM
+    whose Python process has ended): the lock is released within seconds.
+    """
 
     pid: int | None
     command: str = ""
     since: str = ""
+    exiting: bool = False
 
     def describe(self) -> str:
         """The holder in words: ``process 123 (java … SparkSubmit …, since …)``."""
@@ -111,8 +130,18 @@ def _lock_holder(lock_file: Path) -> Holder:
     return Holder(None)
 
 
+def _program(words: list[str]) -> str:
+    """A Python process's program (hashcdc, dbt, pytest) and its arguments."""
+    program = [Path(words[1]).name, *words[2:]] if len(words) > 1 else []
+    return " ".join(program)[:COMMAND_WIDTH]
+
+
 def _process(pid: int) -> Holder:
-    """A process's command and start time; for PySpark's JVM, the Python program behind it."""
+    """A process's command and start time; for PySpark's JVM, the Python program behind it.
+
+    A Spark JVM whose Python process has ended is exiting: PySpark's JVM stops when the
+    standard input its Python process held is closed.
+    """
     words, started = _command_line(pid)
     if words is None:
         return Holder(pid)
@@ -120,13 +149,11 @@ def _process(pid: int) -> Holder:
         parent = _parent(pid)
         parent_words, parent_started = _command_line(parent) if parent else (None, "")
         if parent_words and "python" in Path(parent_words[0]).name:
-            # The interpreter says little: show the program (hashcdc, dbt, pytest) and its
-            # arguments.
-            program = (
-                [Path(parent_words[1]).name, *parent_words[2:]] if len(parent_words) > 1 else []
-            )
-            command = " ".join(program)[:COMMAND_WIDTH]
-            return Holder(parent, f"{command}; its Spark JVM is process {pid}", parent_started)
+            command = f"{_program(parent_words)}; its Spark JVM is process {pid}"
+            return Holder(parent, command, parent_started)
+        is_pyspark = any("pyspark-shell" in word for word in words)
+        if is_pyspark:
+            return Holder(pid, "a Spark JVM whose Python process has ended", started, True)
     return Holder(
         pid, " ".join(Path(w).name for w in words[:1]) + " " + " ".join(words[1:3]), started
     )
@@ -173,11 +200,110 @@ def _ensure_derby_log_folder(settings: dict[str, Any] | None) -> None:
         Path(match.group(1)).parent.mkdir(parents=True, exist_ok=True)
 
 
-def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
-    """Refuse to start Spark on an embedded metastore another process holds.
+def process_lock_file(database: Path) -> Path:
+    """The lock hashcdc holds on an embedded metastore: ``<folder>.lock`` beside its folder."""
+    return database.with_name(database.name + PROCESS_LOCK_SUFFIX)
 
-    Does nothing when this process already runs Spark (its session holds the lock) or when
-    the settings use a shared metastore.
+
+@dataclass
+class _HeldLock:
+    """The process lock this process holds (for its whole life, once taken)."""
+
+    handle: IO[str]
+    record: dict[str, Any]
+
+    def mark(self, state: str) -> None:
+        """Rewrite the holder record with a new state (``running`` or ``exiting``)."""
+        self.record["state"] = state
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(json.dumps(self.record))
+        self.handle.flush()
+
+
+_HELD: _HeldLock | None = None
+
+
+def _recorded_holder(lock_file: Path) -> Holder:
+    """The holder a process lock file names (unknown while it is being written)."""
+    try:
+        record = json.loads(lock_file.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        record = {}
+    pid = record.get("pid")
+    if not isinstance(pid, int):
+        return Holder(None)
+    if process_stat(pid) is None:
+        # The kernel releases the lock as the process ends: it is on its way out.
+        return Holder(pid, str(record.get("command", "")), str(record.get("since", "")), True)
+    return Holder(
+        pid,
+        str(record.get("command", "")),
+        str(record.get("since", "")),
+        record.get("state") == "exiting",
+    )
+
+
+def _own_record() -> dict[str, Any]:
+    words, _ = _command_line(os.getpid())
+    return {
+        "pid": os.getpid(),
+        "command": _program(words or []),
+        "since": dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
+        "state": "running",
+    }
+
+
+def _busy(database: Path, holder: Holder) -> MetastoreBusyError:
+    return MetastoreBusyError(
+        f"the embedded metastore {database} is in use by {holder.describe()}; it admits one "
+        "process at a time. Wait for that process to finish, or use a shared metastore so "
+        "that runs and queries can work side by side (docs/cluster.md: the shared metastore)."
+    )
+
+
+def _wait_while_exiting(probe: Any, database: Path, deadline: float) -> None:
+    """Poll ``probe`` (the holder, or None once free) until it is free.
+
+    Waits only while the holder is exiting and the deadline is ahead.
+    """
+    while True:
+        holder = probe()
+        if holder is None:
+            return
+        if not holder.exiting or time.monotonic() >= deadline:
+            raise _busy(database, holder)
+        time.sleep(POLL_SECONDS)
+
+
+def _take_process_lock(database: Path, deadline: float) -> _HeldLock:
+    lock_file = process_lock_file(database)
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    handle = lock_file.open("a+", encoding="utf-8")
+
+    def probe() -> Holder | None:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _recorded_holder(lock_file)
+        return None
+
+    try:
+        _wait_while_exiting(probe, database, deadline)
+    except MetastoreBusyError:
+        handle.close()
+        raise
+    held = _HeldLock(handle, _own_record())
+    held.mark("running")
+    return held
+
+
+def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
+    """Hold an embedded metastore for this process's life, or refuse naming its holder.
+
+    Does nothing when this process holds it already or when the settings use a shared
+    metastore. A holder that is exiting is waited for, up to
+    :data:`EXITING_WAIT_SECONDS`.
 
     Raises
     ------
@@ -185,22 +311,29 @@ def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
         One line: the folder, the holder (pid, command, since when) and what to do.
 
     """
-    from pyspark import SparkContext
-
-    if SparkContext._active_spark_context is not None:  # noqa: SLF001 - pyspark's own flag
-        return
+    global _HELD
     database = embedded_metastore_dir(settings)
-    if database is None:
+    if database is None or _HELD is not None:
         return
     _ensure_derby_log_folder(settings)
-    holder = metastore_holder(database)
-    if holder is None:
-        return
-    raise MetastoreBusyError(
-        f"the embedded metastore {database} is in use by {holder.describe()}; it admits one "
-        "process at a time. Wait for that process to finish, or use a shared metastore so "
-        "that runs and queries can work side by side (docs/cluster.md: the shared metastore)."
-    )
+    deadline = time.monotonic() + EXITING_WAIT_SECONDS
+    held = _take_process_lock(database, deadline)
+    try:
+        # A JVM left by a Python process that ended, or a process that is not hashcdc's.
+        _wait_while_exiting(lambda: metastore_holder(database), database, deadline)
+    except MetastoreBusyError:
+        held.handle.close()
+        raise
+    _HELD = held
+
+
+def release_metastore_on_exit() -> None:
+    """Say that this process is on its way out: a newcomer waits instead of failing.
+
+    The lock itself stays until the process ends, after its JVM (and Derby) has stopped.
+    """
+    if _HELD is not None:
+        _HELD.mark("exiting")
 
 
 def _jdbc_metastore(settings: dict[str, Any] | None) -> dict[str, str] | None:

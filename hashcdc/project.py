@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -17,7 +18,11 @@ import yaml
 from hashcdc.cluster import watch_executors
 from hashcdc.dates import BUSINESS_DATE_ENV
 from hashcdc.errors import HashcdcError
-from hashcdc.metastore import ensure_metastore_free, prepare_shared_metastore
+from hashcdc.metastore import (
+    ensure_metastore_free,
+    prepare_shared_metastore,
+    release_metastore_on_exit,
+)
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -190,6 +195,40 @@ def jvm_noise_filtered() -> Iterator[None]:
         os.dup2(kept, 2)
 
 
+# How long a process waits, as it ends, for its Spark JVM to stop (Derby shuts down in it).
+JVM_EXIT_SECONDS = 60
+
+
+def stop_spark_and_wait() -> None:
+    """Stop the session and wait until its JVM has ended (registered to run at exit).
+
+    Without it the process ends first and its JVM goes on for a second or two, still
+    holding the embedded metastore: the next command would find it busy. PySpark's JVM
+    ends when its standard input closes.
+    """
+    from pyspark import SparkContext
+
+    release_metastore_on_exit()
+    context = SparkContext._active_spark_context  # noqa: SLF001 - pyspark's own handle
+    gateway = SparkContext._gateway  # noqa: SLF001
+    process = getattr(gateway, "proc", None)
+    with contextlib.suppress(Exception):  # an ending process: stop what can be stopped
+        if context is not None:
+            context.stop()
+    if process is None or process.poll() is not None:
+        return
+    with contextlib.suppress(Exception):
+        gateway.shutdown()
+    with contextlib.suppress(OSError):
+        if process.stdin:
+            process.stdin.close()
+    try:
+        process.wait(timeout=JVM_EXIT_SECONDS)
+    except Exception:  # noqa: BLE001 - a JVM that does not stop is killed
+        process.kill()
+        process.wait()
+
+
 def session_with(settings: dict[str, Any] | None) -> Any:
     """The process's SparkSession with Hive support and ``settings``.
 
@@ -199,14 +238,18 @@ def session_with(settings: dict[str, Any] | None) -> Any:
     shared one gets its tables on first use. On a cluster, a run that gets no executor
     says so (:func:`hashcdc.cluster.watch_executors`).
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     ensure_metastore_free(settings)
     builder = SparkSession.builder.enableHiveSupport()
     for key, value in (settings or {}).items():
         builder = builder.config(key, str(value))
+    first = SparkContext._active_spark_context is None  # noqa: SLF001
     with jvm_noise_filtered():
         spark = builder.getOrCreate()
+    if first:
+        atexit.register(stop_spark_and_wait)
     prepare_shared_metastore(spark, settings)
     watch_executors(spark)
     return spark

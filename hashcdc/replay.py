@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hashcdc.dates import partition_dates
 from hashcdc.errors import HashcdcError
 
 
@@ -25,9 +26,7 @@ def processed_dates(spark: Any, table: str) -> tuple[list[str], list[str]]:
     state, history = f"{table}_state", f"{table}_history"
     if not _relation_exists(spark, state):
         return [], []
-    snapshots = sorted(
-        row[0].split("=", 1)[1] for row in spark.sql(f"show partitions {state}").collect()
-    )
+    snapshots = partition_dates(spark, state)
     dates = set(snapshots)
     if _relation_exists(spark, history):
         dates |= {

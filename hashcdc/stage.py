@@ -33,8 +33,8 @@ from hashcdc.columns import (
 )
 from hashcdc.config import EVENT_FORMATS, TableConfig
 from hashcdc.dates import parse_business_date
-from hashcdc.evolve import evolve_tables
-from hashcdc.extract import extract_files, read_rows
+from hashcdc.evolve import evolve_tables, infer_additions, record_additions
+from hashcdc.extract import extract_files, read_rows, refuse_files_not_text
 from hashcdc.feed import PriorSnapshot, raw_events, raw_table_events, typed_events
 from hashcdc.hashing import row_hashes, with_hashes
 from hashcdc.header import check_header, report_new_event_fields
@@ -132,8 +132,13 @@ def typecast_and_hash(
     """
     table = TableConfig.from_dict(table_data)
     date = parse_business_date(business_date)
+    inferred: list[str] = []
+    if schema:
+        table, inferred = infer_additions(spark, schema, table, date)
     files = checked_extract(spark, table, date)
     if schema:
+        # Recorded before the column is added: a run killed in between knows it next time.
+        record_additions(spark, schema, table, inferred, date)
         evolve_tables(spark, schema, table)
     # The columns the date's extract carries, with the types it is read with.
     read = table.as_read_on(date)
@@ -150,8 +155,9 @@ def typecast_and_hash(
 def checked_extract(spark: SparkSession, table: TableConfig, business_date: str) -> list[str]:
     """The files of a table's extract for a date, once they are known to fit the config.
 
-    They must exist, and their header (CSV) or columns (parquet) must match the columns
-    the date's extract carries; JSON events with fields the config lacks are reported.
+    They must exist and be text (CSV, JSON), and their header (CSV) or columns (parquet)
+    must match the columns the date's extract carries; JSON events with fields the config
+    lacks are reported.
     ``hashcdc check`` runs the same checks before a run.
 
     Raises
@@ -161,6 +167,7 @@ def checked_extract(spark: SparkSession, table: TableConfig, business_date: str)
 
     """
     files = extract_files(spark, table, business_date)
+    refuse_files_not_text(spark, table, files, business_date)
     if table.is_feed and table.source.format in EVENT_FORMATS:
         report_new_event_fields(spark, table, files, business_date)
     else:

@@ -6,7 +6,7 @@
 {% macro default__record_cdc_runs(results) %}
     {#- On-run-end hook: append one cdc_runs row per table whose state model was part of
         this run (built, failed or skipped). Other commands (docs generate, compile, test)
-        write nothing, and nothing is ever overwritten. -#}
+        write nothing; an invocation's rows are written once, in a partition of their own. -#}
     {%- if not execute or flags.WHICH not in ('run', 'build', 'retry') -%}
         {{ return('') }}
     {%- endif -%}
@@ -20,8 +20,14 @@
     {%- endfor -%}
     {%- if rows -%}
         {%- set audit = hashcdc.cdc_runs_relation() -%}
-        {%- do run_query(hashcdc._cdc_runs_ddl(audit)) -%}
-        {%- do run_query('insert into ' ~ audit ~ '\n' ~ rows | join('\nunion all\n')) -%}
+        {%- do hashcdc._ensure_cdc_runs(audit) -%}
+        {#- Each invocation writes a partition of its own, and a dynamic partition overwrite
+            stages its files in a folder of its own (.spark-staging-<job>): runs appending
+            side by side never share a staging folder (a plain insert shares the table's
+            _temporary/0, which the first job to commit deletes under the others). -#}
+        {%- do run_query(
+            'insert overwrite table ' ~ audit ~ ' partition (invocation_id)\n'
+            ~ rows | join('\nunion all\n')) -%}
     {%- endif -%}
     {{ return('') }}
 {% endmacro %}
@@ -33,32 +39,68 @@
 {% endmacro %}
 
 
+{% macro _ensure_cdc_runs(audit) %}
+    {#- Create the audit table, or bring one written by an earlier release (not partitioned
+        by invocation) to the partitioned layout: copied beside it, then swapped in. -#}
+    {%- do run_query(hashcdc._cdc_runs_ddl(audit)) -%}
+    {%- set layout = run_query('describe table ' ~ audit) -%}
+    {%- if '# Partition Information' in layout.columns[0].values() -%}
+        {{ return('') }}
+    {%- endif -%}
+    {%- set copy = audit.incorporate(path={'identifier': audit.identifier ~ '__hashcdc_rewrite'}) -%}
+    {%- set retired = audit.incorporate(path={'identifier': audit.identifier ~ '__hashcdc_retired'}) -%}
+    {%- do run_query('drop table if exists ' ~ copy) -%}
+    {%- do run_query(hashcdc._cdc_runs_ddl(copy)) -%}
+    {%- do run_query(
+        'insert overwrite table ' ~ copy ~ ' partition (invocation_id) select '
+        ~ hashcdc._cdc_runs_schema() | map(attribute=0) | join(', ') ~ ' from ' ~ audit) -%}
+    {%- do run_query('alter table ' ~ audit ~ ' rename to ' ~ retired) -%}
+    {%- do run_query('alter table ' ~ copy ~ ' rename to ' ~ audit) -%}
+    {%- do run_query('drop table ' ~ retired) -%}
+    {{ return('') }}
+{% endmacro %}
+
+
+{% macro _cdc_runs_schema() %}
+    {#- The audit's columns and types, its partition column (invocation_id) last, as Spark
+        lays out a partitioned table. -#}
+    {{ return([
+        ('table_name', 'string'),
+        ('business_date', 'date'),
+        ('command', 'string'),
+        ('target_name', 'string'),
+        ('status', 'string'),
+        ('error_message', 'string'),
+        ('started_at', 'timestamp'),
+        ('ended_at', 'timestamp'),
+        ('seconds', 'double'),
+        ('model_seconds', 'map<string, double>'),
+        ('rows_in', 'bigint'),
+        ('rejects', 'bigint'),
+        ('inserted', 'bigint'),
+        ('updated', 'bigint'),
+        ('deleted', 'bigint'),
+        ('not_supplied', 'bigint'),
+        ('unchanged', 'bigint'),
+        ('state_rows_before', 'bigint'),
+        ('state_rows_after', 'bigint'),
+        ('watermark', 'string'),
+        ('latest_event_at', 'timestamp'),
+        ('invocation_id', 'string'),
+    ]) }}
+{% endmacro %}
+
+
 {% macro _cdc_runs_ddl(audit) %}
+    {%- set columns = [] -%}
+    {%- for name, data_type in hashcdc._cdc_runs_schema() -%}
+        {%- do columns.append(name ~ ' ' ~ data_type) -%}
+    {%- endfor -%}
     {%- set ddl -%}
         create table if not exists {{ audit }} (
-            invocation_id string,
-            table_name string,
-            business_date date,
-            command string,
-            target_name string,
-            status string,
-            error_message string,
-            started_at timestamp,
-            ended_at timestamp,
-            seconds double,
-            model_seconds map<string, double>,
-            rows_in bigint,
-            rejects bigint,
-            inserted bigint,
-            updated bigint,
-            deleted bigint,
-            not_supplied bigint,
-            unchanged bigint,
-            state_rows_before bigint,
-            state_rows_after bigint,
-            watermark string,
-            latest_event_at timestamp
+            {{ columns | join(',\n            ') }}
         ) using parquet
+        partitioned by (invocation_id)
     {%- endset -%}
     {{ return(ddl) }}
 {% endmacro %}
@@ -155,7 +197,6 @@
     {%- set counted = state_result.status | string == 'success' -%}
     {%- set row -%}
         select
-            '{{ invocation_id }}' as invocation_id,
             '{{ table_name }}' as table_name,
             date'{{ business_date }}' as business_date,
             '{{ flags.WHICH }}' as command,
@@ -177,7 +218,8 @@
             snapshot.state_rows_before,
             snapshot.state_rows_after,
             {{ 'to_json(snapshot.watermark)' if is_feed else 'cast(null as string)' }} as watermark,
-            incoming.latest_event_at
+            incoming.latest_event_at,
+            '{{ invocation_id }}' as invocation_id
         from (
             select
                 count(*) as rows_in,
@@ -214,7 +256,8 @@
             cast(null as bigint) as {{ column }},
             {% endfor -%}
             cast(null as string) as watermark,
-            cast(null as timestamp) as latest_event_at
+            cast(null as timestamp) as latest_event_at,
+            '{{ invocation_id }}' as invocation_id
         {%- endif %}
     {%- endset -%}
     {{ return(row) }}

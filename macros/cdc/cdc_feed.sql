@@ -12,6 +12,7 @@
     nonkeyhash), so that the rest of a snapshot landed later is still applied. -#}
 {%- set business_date = hashcdc.business_date() -%}
 {%- set previous_date = hashcdc.checked_previous_state_date(business_date, table_name) -%}
+{%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
 {%- set state_columns = columns + (['copies'] if keyless else []) -%}
 with
 

@@ -13,6 +13,7 @@
 {%- endif -%}
 {%- set business_date = hashcdc.business_date() -%}
 {%- set previous_date = hashcdc.checked_previous_state_date(business_date, table_name) -%}
+{%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
 {%- if previous_date is not none and extract_type == 'full' -%}
     {%- do hashcdc.assert_no_mass_delete(
         this, incoming, table_name, business_date, previous_date, max_delete_fraction) -%}

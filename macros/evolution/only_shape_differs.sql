@@ -12,9 +12,9 @@
     column removed is not carried by today's row; a column widened from float or date
     since W compares at its earlier type against a version seen before W.
     shape_changes: {'compared': [the compared columns], 'changed': {column: {added,
-    added_as_update, removed, widened_from, widened_since}}}; empty without shape changes:
+    added_as_update, removed, widened_from, widened_since}}}; without changed columns:
     false (the hashes decide alone). -#}
-{%- if not shape_changes -%}
+{%- if not shape_changes or not shape_changes.get('changed') -%}
     {{ return('false') }}
 {%- endif -%}
 {%- set seen = "coalesce(previous_seen_date, date'0001-01-01')" -%}

@@ -23,5 +23,12 @@
             'value_3', 'value_4', 'value_5', 'value_6', 'value_7', 'value_8', 'value_9',
             'value_10',
         ],
+        shape_changes={
+            'compared': [
+                    'value_1', 'value_2', 'value_3', 'value_4', 'value_5', 'value_6',
+                    'value_7', 'value_8', 'value_9', 'value_10',
+                ],
+            'changed': {},
+        },
     )
 }}

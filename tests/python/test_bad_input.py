@@ -255,3 +255,53 @@ def test_a_spark_written_extract_edited_by_hand_is_named(project: Any) -> None:
     assert not outcome.success
     assert f"{part.name} no longer matches its checksum file (.{part.name}.crc" in outcome.text
     assert "Delete the .crc file if the change is meant" in outcome.text
+
+
+def test_files_that_are_not_text_and_bytes_that_are_not_utf8(project: Any, capfd: Any) -> None:
+    """Issue 25: a gzip file named .csv, a binary file, a row with invalid UTF-8 bytes."""
+    import gzip
+
+    from hashcdc.cli import main
+
+    before = first_day(project)
+    capfd.readouterr()
+    args = ["--project-dir", str(project.root), "run", "--date", "2024-01-02"]
+    extract = project.root / "landing/payments/2024-01-02/payments.csv"
+    extract.write_bytes(gzip.compress(GOOD.encode()))
+    assert main([*args, "--select", "payments"]) == 1
+    out, err = capfd.readouterr()
+    assert f"{extract.name} is a gzip file, not UTF-8 text: name it with .gz at the end" in out
+    assert "Traceback" not in out + err and "KeyError" not in out + err
+    extract.write_bytes(b"\x00\x01\x02binary\x00" * 64)
+    assert main([*args, "--select", "payments"]) == 1
+    out, err = capfd.readouterr()
+    assert "is not UTF-8 text (it holds NUL bytes: a binary file?)" in out
+    assert "Traceback" not in out + err
+    assert state_rows(project) == before
+
+    # Bytes that are not UTF-8 in one row: that row is rejected, naming file, row, column.
+    project.add_table(
+        {
+            **CONFIG,
+            "max_reject_fraction": 0.5,
+            "columns": [*CONFIG["columns"], {"name": "note", "type": "string"}],
+        }
+    )
+    header = b"id,amount,paid_on,paid_at,note\n"
+    extract.write_bytes(
+        header
+        + b"1,1.00,2024-01-01,01/01/2024 10:00,ok\n"
+        + b"2,2.00,2024-01-01,,x\xff\xfe\n"
+        + b"3,3.00,2024-01-01,,caf\xc3\xa9\n"
+    )
+    assert main([*args, "--select", "payments"]) == 0
+    capfd.readouterr()
+    rejects = project.rows("select row_number, reasons from payments_rejects")
+    assert [(r["row_number"], len(r["reasons"])) for r in rejects] == [(2, 1)]
+    assert rejects[0]["reasons"][0].startswith("column 'note' (string): value 'x")
+    assert (
+        "holds bytes that are not valid text in the extract's encoding"
+        in (rejects[0]["reasons"][0])
+    )
+    notes = project.rows("select id, note from payments_current order by id")
+    assert [(r["id"], r["note"]) for r in notes] == [(1, "ok"), (2, None), (3, "café")]

@@ -592,3 +592,71 @@ def test_message_arrays_hold_the_present_messages_in_order(spark: Any) -> None:
         "id", present_messages([F.col("first"), F.col("second")]).alias("messages")
     ).orderBy("id")
     assert [row["messages"] for row in arrays.collect()] == [None, ["a"], ["b"], ["a", "b"]]
+
+
+def test_decimals_decode_by_their_shape_without_a_schema(project: Any) -> None:
+    """Issue 25: a VariableScaleDecimal without the schema wrapper, and a Decimal whose
+    schema gives its scale landing in a text column."""
+    name = "pg_numeric"
+    table = _table(
+        name,
+        [
+            {"name": "id", "type": "int", "key": True},
+            {"name": "amount", "type": "decimal(10,3)"},
+            {"name": "label", "type": "string"},
+        ],
+        ["source.lsn"],
+    )
+    project.add_table({**table, "max_reject_fraction": 0.5})
+    fields = [
+        {"type": "int32", "optional": False, "field": "id"},
+        {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal",
+         "version": 1, "parameters": {"scale": "3"}, "field": "label"},
+    ]  # fmt: skip
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"type": "struct", "fields": fields, "optional": True, "field": "after"},
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
+    wrapped = {
+        "schema": schema,
+        "payload": {"op": "c", "after": {"id": 3, "label": "AhzY"}, "source": {"lsn": 3}},
+    }
+    project.write_text(
+        f"landing/{name}/{DATES[0]}/events.json",
+        _lines(
+            {
+                "op": "c",
+                "after": {"id": 1, "amount": {"scale": 3, "value": "AhzY"}},
+                "source": {"lsn": 1},
+            },
+            {
+                "op": "c",
+                "after": {"id": 2, "amount": {"scale": 4, "value": "AhzY"}},
+                "source": {"lsn": 2},
+            },
+            wrapped,
+            {
+                "op": "c",
+                "after": {"id": 4, "amount": {"scale": 0, "value": "/w=="}},
+                "source": {"lsn": 4},
+            },
+        ),  # fmt: skip
+    )
+    outcome = project.build(DATES[0])
+    assert outcome.success, outcome.text
+    current = project.rows(f"select id, amount, label from {name}_current order by id")
+    assert [tuple(row.values()) for row in current] == [
+        (1, Decimal("138.456"), None),
+        (3, None, "138.456"),
+        (4, Decimal("-1.000"), None),
+    ]
+    rejects = project.rows(f"select reasons from {name}_rejects")
+    assert [row["reasons"] for row in rejects] == [
+        [
+            'column \'amount\' (decimal(10,3)): value \'{"scale":4,"value":"AhzY"}\' has '
+            "scale 4, more than the 3 of decimal(10,3)"
+        ]
+    ]

@@ -9,11 +9,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hashcdc.metastore import (
     _ensure_derby_log_folder,
     embedded_metastore_dir,
     metastore_holder,
 )
+from hashcdc.project import scratch_project
+
+REPO = Path(__file__).resolve().parents[2]
+# A query that keeps the first command busy for a while (seconds, on 2 cores).
+LONG_QUERY = "select count(*) as n from range(3000000000)"
 
 HOLD_LOCK = """
 import fcntl, sys, time
@@ -93,3 +100,81 @@ def test_the_folder_of_derbys_log_is_created(tmp_path: Path) -> None:
     }
     _ensure_derby_log_folder(settings)
     assert log.parent.is_dir()
+
+
+def _own_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A project with a metastore of its own (not the test session's)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    env = os.environ | scratch_project(REPO, root)
+    env |= {"HASHCDC_LOCAL_MASTER": "local[1]", "HASHCDC_DRIVER_MEMORY": "1g"}
+    return root, env
+
+
+def _hashcdc(root: Path, env: dict[str, str], *args: str) -> list[str]:
+    return [sys.executable, "-m", "hashcdc.cli", "--project-dir", str(root), *args]
+
+
+@pytest.mark.spark  # real hashcdc processes, each with its Spark
+def test_a_second_command_at_any_moment_of_the_first_gets_one_line(tmp_path: Path) -> None:
+    """Issue 25: from the first instant of a command to its last, a second one is refused
+    at once in one line naming the holder, or (once the first is exiting) waits for it;
+    then 20 commands back to back all succeed."""
+    root, env = _own_project(tmp_path)
+    started = time.monotonic()
+    first = subprocess.Popen(
+        _hashcdc(root, env, "query", LONG_QUERY),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    refused_at, waited = [], 0
+    dbt_tried = False
+    try:
+        while first.poll() is None:
+            offset = time.monotonic() - started
+            if not dbt_tried and offset > 8:
+                # dbt itself, through the hashcdc adapter, while the first holds the metastore.
+                dbt_tried = True
+                command = [str(Path(sys.executable).with_name("dbt")), "show", "--inline",
+                           "select 1 as one", "--project-dir", str(root), "--profiles-dir",
+                           str(root / "profiles")]  # fmt: skip
+            else:
+                command = _hashcdc(root, env, "query", "select 2 as two")
+            second = subprocess.run(
+                command, env=env, capture_output=True, text=True, timeout=120, cwd=root
+            )
+            took = time.monotonic() - started - offset
+            output = second.stdout + second.stderr
+            assert "Traceback" not in output and "Exception" not in output, output[-3000:]
+            if second.returncode == 0:
+                waited += 1  # the first was on its way out: the second waited for it
+                continue
+            assert took < 10, (offset, took)
+            assert f"is in use by process {first.pid} (hashcdc query {LONG_QUERY}" in output
+            if command[0].endswith("dbt"):
+                continue
+            lines = [line for line in second.stderr.splitlines() if line.strip()]
+            assert len(lines) == 1, second.stderr
+            refused_at.append(offset)
+        out, err = first.communicate(timeout=60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert first.returncode == 0 and "3000000000" in out, err[-3000:]
+    duration = time.monotonic() - started
+    # Refused from the first second to the end of the first's run.
+    assert refused_at[0] < 1 and refused_at[-1] > duration - 10, (refused_at, duration)
+    assert len(refused_at) >= 10 and dbt_tried, refused_at
+
+    for number in range(20):
+        done = subprocess.run(
+            _hashcdc(root, env, "query", f"select {number} as n"),
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, (number, done.stderr[-2000:])
+        assert done.stdout.split() == ["n", str(number)]

@@ -11,7 +11,7 @@ from browser import rendered_dom, screenshot
 
 from hashcdc.cli import main
 
-D1, D2, D3, D4, D5 = "2024-03-01", "2024-03-02", "2024-03-03", "2024-03-04", "2024-03-05"
+D1, D2, D3, D4, D5, D6 = (f"2024-03-0{day}" for day in range(1, 7))
 ORDERS = "ops_orders"
 ITEMS = "ops_items"
 
@@ -117,18 +117,33 @@ def test_a_week_of_operations(project: Any, capsys: Any) -> None:
     assert all(d >= D3 for d in partitions(project, f"{ORDERS}_rejects"))
     assert partitions(project, f"{ITEMS}_history") == [D1, D2, D3, D4]
 
-    # A failed date is recorded too, with its message.
-    assert main([*args, "run", "--date", D5]) == 1
-    assert "fix the cause" in capsys.readouterr().err
+    # A failed date is recorded too, with its message; a table that fails stops there,
+    # and the other tables go on with their later dates.
+    stock = [(2, "2.00"), (4, "4.00"), (6, "6.00"), (7, "7.00")]
+    project.write_csv(f"landing/{ORDERS}/{D5}/orders.csv", ["id", "amount"], stock)
+    project.write_csv(
+        f"landing/{ORDERS}/{D6}/orders.csv", ["id", "amount"], [(2, "2.50")] + stock[1:]
+    )
+    project.write_csv(f"landing/{ITEMS}/{D6}/items.csv", ["sku", "qty"], [(D6, 1)])
+    assert main([*args, "run", "--date", D5, D6]) == 1
+    out, err = capsys.readouterr()
+    assert f"business date {D6}" in out
+    assert f"table {ITEMS} stopped at {D5}" in err and f"not run for: {D6}" in err
+    assert ORDERS not in err and "fix the cause" in err
     failed = audit(project, ITEMS)[D5]
     assert failed["status"] == "error" and "no extract" in failed["error_message"]
     assert failed["inserted"] is None
+    assert D6 not in audit(project, ITEMS)
+    orders_runs = audit(project, ORDERS)
+    assert orders_runs[D5]["status"] == orders_runs[D6]["status"] == "success"
+    assert counts(orders_runs[D5]) == (4, 0, 1, 0, 0, 3)
+    assert counts(orders_runs[D6]) == (4, 0, 0, 1, 0, 3)
 
     assert main([*args, "status"]) == 0
     status = capsys.readouterr().out
-    lag = (dt.date.today() - dt.date.fromisoformat(D4)).days
+    lag = (dt.date.today() - dt.date.fromisoformat(D6)).days
     orders_line = next(line for line in status.splitlines() if ORDERS in line)
-    assert "full" in orders_line and D4 in orders_line and f"{lag} day(s)" in orders_line
+    assert "full" in orders_line and D6 in orders_line and f"{lag} day(s)" in orders_line
     items_line = next(line for line in status.splitlines() if ITEMS in line)
     assert f"error ({D5})" in items_line and D4 in items_line
 

@@ -518,3 +518,48 @@ def test_a_change_feeds_sensitive_columns_have_their_own_state(project: Any) -> 
         f"join {name}_sensitive_current s on c.keyhash = s.keyhash"
     )
     assert [(r["id"], r["ssn"]) for r in joined] == [(1, NEW_SECRET)]
+
+
+def test_a_column_appended_without_added_is_inferred_and_replays(project: Any, capsys: Any) -> None:
+    """Issue 25: a column appended to the YAML, no `added:`; the source sends it on day 3."""
+    name = "appended"
+    columns = [{"name": "id", "type": "int", "key": True}, {"name": "name", "type": "string"}]
+    region = {"name": "region", "type": "string"}
+    names = {1: "a", 2: "b", 3: "c", 4: "d", 5: "e"}
+    project.add_table(simple_config(name, columns))
+    for business_date in DATES[:2]:
+        rows = [[key, value] for key, value in names.items()]
+        project.write_csv(f"landing/{name}/{business_date}.csv", ["id", "name"], rows)
+        assert cli(project, "run", "--date", business_date, "--select", name) == 0
+    # Day 3: the user appends the column as it arrives; 1 changes its name, 6 is new.
+    project.add_table(simple_config(name, [*columns, region]))
+    day3 = [[key, value, "north"] for key, value in names.items()]
+    day3[0][1] = "a2"
+    day3.append([6, "f", "south"])
+    project.write_csv(f"landing/{name}/{DATES[2]}.csv", ["id", "name", "region"], day3)
+    capsys.readouterr()
+    assert cli(project, "run", "--date", DATES[2], "--select", name) == 0
+    notices = [line for line in capsys.readouterr().out.splitlines() if "'region'" in line]
+    assert len(notices) == 1, notices
+    assert "taken as added on that date" in notices[0]
+    assert f"add `added: '{DATES[2]}'`" in notices[0]
+    assert updated_ids(project, name, DATES[2]) == [1]
+    assert counts(project, name, DATES[2]) == {"U": 1, "N": 4, "I": 1}
+    # The column takes part in change detection from then on, and no notice again.
+    day4 = [list(row) for row in day3]
+    day4[1][2] = "east"
+    project.write_csv(f"landing/{name}/{DATES[3]}.csv", ["id", "name", "region"], day4)
+    assert cli(project, "run", "--date", DATES[3], "--select", name) == 0
+    assert "taken as added" not in capsys.readouterr().out
+    assert updated_ids(project, name, DATES[3]) == [2]
+    # Replay from day 1: the older extracts without the column load, same tables.
+    assert_replay_rebuilds(project, name, "history", "current")
+
+    # A column that cannot be inferred (a date not after the latest): the exact YAML line.
+    project.add_table(simple_config(name, [*columns, region, {"name": "zone", "type": "int"}]))
+    capsys.readouterr()
+    assert cli(project, "replay", "--from", DATES[1], "--select", name) == 1
+    out = capsys.readouterr().out
+    assert f"is not after the latest processed date {DATES[3]}" in out
+    assert f"  - {{name: zone, type: 'int', added: '{DATES[1]}'}}" in out
+    assert updated_ids(project, name, DATES[3]) == [2]

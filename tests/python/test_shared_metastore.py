@@ -106,3 +106,19 @@ def test_runs_queries_and_docs_side_by_side(project: Any, postgres: Any, tmp_pat
     seen = parse_snapshot(out)
     assert [row for row in seen if row[0].startswith(RUNNING)] == expected[-1]
     assert {row[0] for row in seen} >= {f"{OTHER}_current", f"{OTHER}_history"}
+
+    # Both runs appended their audit rows side by side, date after date: every one landed
+    # (issue 25: a shared staging folder made one of two appends fail).
+    audit = hashcdc(
+        project.root,
+        env,
+        "query",
+        "select table_name, status, count(*) as n from cdc_runs "
+        "group by table_name, status order by table_name, status",
+    )
+    status, out, err = finish(audit, 300)
+    assert status == 0, err
+    landed = out.split()
+    assert f"{OTHER},success,{len(DATES)}" in landed, out
+    # The running table: its six dates, and the refused run recorded nothing.
+    assert f"{RUNNING},success,{len(DATES)}" in landed, out
