@@ -31,7 +31,6 @@ import dataclasses
 import functools
 import operator
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -83,6 +82,8 @@ SEQUENCE_PREFIX = "_seq_"
 EVENT_TIME_RAW = "_event_ms"
 # The logical type (and decimal scale) the event's own schema gives a field, when it has one.
 LOGICAL_PREFIX = "_logical_"
+# Per event: value field name -> its schema's logical type and scale.
+LOGICAL_TYPES_COLUMN = "_logical_types"
 SCALE_PREFIX = "_scale_"
 TOMBSTONE_COLUMN = "_is_tombstone"
 # A JSON line parsed, its envelope (the line or its schema wrapper's payload) and the
@@ -115,16 +116,11 @@ def _sequence_path(field: SequenceField) -> str:
 
 
 def _is_decoded(column: ColumnConfig) -> bool:
-    """Whether a schema's logical type can change how the column's value is read."""
-    return column.type in DECODED_TYPES or column.type.startswith("decimal")
+    """Whether a schema's logical type can change how the column's value is read.
 
-
-def _named(source_fields: tuple[str, ...]) -> Callable[[Column], Column]:
-    """A filter for the schema field of a column (any of its names, when renamed).
-
-    One argument only: Spark's ``filter`` passes the index too when the function takes two.
+    Text columns too: a decimal landing in one holds the number's text.
     """
-    return lambda field: field["field"].isin(*source_fields)
+    return column.type in DECODED_TYPES or column.type.startswith(("decimal", "string"))
 
 
 def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
@@ -188,12 +184,29 @@ def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> Dat
         image = {c.name: any_text(None, c) for c in table.columns}
         before = {c.name: F.lit(None).cast("string") for c in table.key_columns}
         value_fields = schema_fields
+    # Each value field's logical type and scale, by field name: built once per event (a
+    # higher-order function, evaluated outside generated code), then looked up per column.
+    lines = lines.select(
+        "*",
+        F.map_from_entries(
+            F.transform(
+                value_fields,
+                lambda field: F.struct(
+                    field["field"],
+                    F.struct(
+                        field["name"].alias("name"), field["parameters"]["scale"].alias("scale")
+                    ),
+                ),
+            )
+        ).alias(LOGICAL_TYPES_COLUMN),
+    )
     logical = {}
     for column in table.columns:
         if _is_decoded(column):
-            field = F.get(F.filter(value_fields, _named(column.source_fields)), 0)
+            names = [F.lit(name) for name in column.source_fields]
+            field = F.coalesce(*[F.element_at(F.col(LOGICAL_TYPES_COLUMN), n) for n in names])
             logical[LOGICAL_PREFIX + column.name] = field["name"]
-            logical[SCALE_PREFIX + column.name] = field["parameters"]["scale"]
+            logical[SCALE_PREFIX + column.name] = field["scale"]
     sequence = {
         f.alias: F.try_variant_get(envelope, _sequence_path(f), "string")
         for f in table.changes.sequence_by

@@ -233,15 +233,12 @@ def _recorded_holder(lock_file: Path) -> Holder:
     pid = record.get("pid")
     if not isinstance(pid, int):
         return Holder(None)
-    if process_stat(pid) is None:
-        # The kernel releases the lock as the process ends: it is on its way out.
-        return Holder(pid, str(record.get("command", "")), str(record.get("since", "")), True)
-    return Holder(
-        pid,
-        str(record.get("command", "")),
-        str(record.get("since", "")),
-        record.get("state") == "exiting",
-    )
+    command = str(record.get("command", ""))
+    if record.get("jvm_pid"):
+        command += f"; its Spark JVM is process {record['jvm_pid']}"
+    # A process that is gone: the kernel releases its lock as it ends (on its way out).
+    exiting = process_stat(pid) is None or record.get("state") == "exiting"
+    return Holder(pid, command, str(record.get("since", "")), exiting)
 
 
 def _own_record() -> dict[str, Any]:
@@ -325,6 +322,13 @@ def ensure_metastore_free(settings: dict[str, Any] | None) -> None:
         held.handle.close()
         raise
     _HELD = held
+
+
+def note_spark_jvm(pid: int | None) -> None:
+    """Name this process's Spark JVM in the lock file (a newcomer's message shows it)."""
+    if _HELD is not None and pid:
+        _HELD.record["jvm_pid"] = pid
+        _HELD.mark(str(_HELD.record["state"]))
 
 
 def release_metastore_on_exit() -> None:

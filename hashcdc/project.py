@@ -20,6 +20,7 @@ from hashcdc.dates import BUSINESS_DATE_ENV
 from hashcdc.errors import HashcdcError
 from hashcdc.metastore import (
     ensure_metastore_free,
+    note_spark_jvm,
     prepare_shared_metastore,
     release_metastore_on_exit,
 )
@@ -250,6 +251,7 @@ def session_with(settings: dict[str, Any] | None) -> Any:
         spark = builder.getOrCreate()
     if first:
         atexit.register(stop_spark_and_wait)
+        note_spark_jvm(getattr(getattr(SparkContext._gateway, "proc", None), "pid", None))  # noqa: SLF001
     prepare_shared_metastore(spark, settings)
     watch_executors(spark)
     return spark

@@ -266,7 +266,7 @@ def test_files_that_are_not_text_and_bytes_that_are_not_utf8(project: Any, capfd
     before = first_day(project)
     capfd.readouterr()
     args = ["--project-dir", str(project.root), "run", "--date", "2024-01-02"]
-    extract = project.root / "landing/payments/2024-01-02/payments.csv"
+    extract = project.write_text("landing/payments/2024-01-02/payments.csv", "")
     extract.write_bytes(gzip.compress(GOOD.encode()))
     assert main([*args, "--select", "payments"]) == 1
     out, err = capfd.readouterr()
