@@ -132,7 +132,10 @@ def _lock_holder(lock_file: Path) -> Holder:
 
 def _program(words: list[str]) -> str:
     """A Python process's program (hashcdc, dbt, pytest) and its arguments."""
-    program = [Path(words[1]).name, *words[2:]] if len(words) > 1 else []
+    if len(words) > 2 and words[1] == "-m":  # python -m hashcdc.cli …
+        program = [words[2].split(".")[0], *words[3:]]
+    else:
+        program = [Path(words[1]).name, *words[2:]] if len(words) > 1 else []
     return " ".join(program)[:COMMAND_WIDTH]
 
 
