@@ -13,7 +13,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install test-services demo test test-unit lint check clean
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed jars/.fetched
 
 # An apt-get install that refreshes the package lists first when they are stale or empty.
 APT_INSTALL = $(SUDO) apt-get install -y -q $(1) || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(1))
@@ -31,6 +31,11 @@ $(VENV)/.installed: pyproject.toml
 	@# The editable install of a mapped package (dbt.adapters.hashcdc) makes setuptools print
 	@# a general caution about folders named like the package: nothing to act on here.
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install --quiet -e '.[dev,peer]'
+	touch $@
+
+# Spark's JVM packages (Delta Lake), from Maven Central into jars/, once (hashcdc/jars.py).
+jars/.fetched: hashcdc/jars.py $(VENV)/.installed
+	$(BIN)/python -m hashcdc.jars
 	touch $@
 
 demo: install
@@ -52,4 +57,4 @@ lint: install
 check: test lint
 
 clean:
-	rm -rf target warehouse metastore_db landing bench_output
+	rm -rf target warehouse metastore_db landing bench_output jars

@@ -18,6 +18,7 @@ import yaml
 from hashcdc.cluster import watch_executors
 from hashcdc.dates import BUSINESS_DATE_ENV
 from hashcdc.errors import HashcdcError
+from hashcdc.jars import with_table_format
 from hashcdc.metastore import (
     ensure_metastore_free,
     note_spark_jvm,
@@ -244,7 +245,7 @@ def session_with(settings: dict[str, Any] | None) -> Any:
 
     ensure_metastore_free(settings)
     builder = SparkSession.builder.enableHiveSupport()
-    for key, value in (settings or {}).items():
+    for key, value in with_table_format(settings).items():
         builder = builder.config(key, str(value))
     first = SparkContext._active_spark_context is None  # noqa: SLF001
     with jvm_noise_filtered():
