@@ -9,6 +9,8 @@
         temporary table's partitions);
       - a folder left by a killed write of a table that was never registered is removed
         first (Spark refuses a managed table over a non-empty location);
+      - the table is dropped and created, not replaced: the session catalog is Delta's,
+        which replaces only Delta tables (a parquet table gets `UNSUPPORTED_FEATURE`);
       - a model file may define `validate(dbt, spark, written)`, called after the table
         is written; raising there fails the model, so downstream models never run.
 -#}
@@ -30,6 +32,9 @@ if not isinstance(df, pyspark.sql.DataFrame):
     else:
         raise TypeError(f"{type(df)} is not a supported type for a dbt Python model result")
 
+# Delta's session catalog replaces only Delta tables: a parquet table is dropped, then made.
+if spark.catalog.tableExists("{{ target_relation }}"):
+    spark.sql("drop table {{ target_relation }}")
 # A write killed before the table was registered leaves its folder behind, and Spark
 # refuses to create a managed table over a non-empty location: remove the orphan folder.
 if not spark.catalog.tableExists("{{ target_relation }}"):
@@ -42,7 +47,7 @@ if not spark.catalog.tableExists("{{ target_relation }}"):
         if _fs.exists(_orphan):
             _fs.delete(_orphan, True)
 
-writer = df.write.mode("overwrite").format("{{ config.get('file_format', 'parquet') }}")
+writer = df.write.mode("errorifexists").format("{{ config.get('file_format', 'parquet') }}")
 {%- set buckets = config.get('buckets') %}
 {%- set clustered_by = config.get('clustered_by') %}
 {%- if buckets and clustered_by %}
