@@ -83,10 +83,12 @@ def _delta(spark: Any, rows: int) -> dict[str, Any]:
     spark.sql(f"drop table if exists {table}")
     figures: dict[str, Any] = {}
     figures["create_s"] = _timed(
-        lambda: _state_rows(spark, 0, rows, 0)
-        .write.format("delta")
-        .option("delta.enableDeletionVectors", "true")
-        .saveAsTable(table)
+        lambda: (
+            _state_rows(spark, 0, rows, 0)
+            .write.format("delta")
+            .option("delta.enableDeletionVectors", "true")
+            .saveAsTable(table)
+        )
     )
     spark.sql(f"alter table {table} set tblproperties ('delta.enableDeletionVectors'='true')")
     _changes(spark, rows).cache().createOrReplaceTempView("changes")
@@ -133,7 +135,7 @@ def _iceberg(spark: Any, rows: int) -> dict[str, Any]:
     figures["count_s"] = _timed(lambda: spark.sql(f"select count(*) from {table}").collect())
     figures["compact_s"] = _timed(
         lambda: spark.sql(
-            f"call iceberg.system.rewrite_data_files(table => 'probe.state', "
+            "call iceberg.system.rewrite_data_files(table => 'probe.state', "
             "options => map('delete-file-threshold', '1'))"
         ).collect()
     )
@@ -152,6 +154,7 @@ def run(sizes: list[int], output: Path) -> dict[str, Any]:
     work = output / "formats"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    delta_catalog = TABLE_FORMAT_SETTINGS["spark.sql.catalog.spark_catalog"]
     jars = ",".join(str(path) for path in jar_paths() + jar_paths((ICEBERG_JAR,)))
     builder = (
         SparkSession.builder.master("local[2]")
@@ -164,9 +167,7 @@ def run(sizes: list[int], output: Path) -> dict[str, Any]:
             TABLE_FORMAT_SETTINGS["spark.sql.extensions"]
             + ",org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         )
-        .config(
-            "spark.sql.catalog.spark_catalog", TABLE_FORMAT_SETTINGS["spark.sql.catalog.spark_catalog"]
-        )
+        .config("spark.sql.catalog.spark_catalog", delta_catalog)
         .config("spark.sql.catalog.iceberg", "org.apache.iceberg.spark.SparkCatalog")
         .config("spark.sql.catalog.iceberg.type", "hadoop")
         .config("spark.sql.catalog.iceberg.warehouse", str(work / "iceberg"))

@@ -603,6 +603,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_bench(args: argparse.Namespace) -> int:
     from hashcdc import bench
 
+    if args.formats:
+        from hashcdc import bench_formats
+
+        report = bench_formats.run(args.rows, args.output)
+        table = bench_formats.markdown(report)
+        print(table, end="")
+        if args.report:
+            args.report.write_text(table)
+        return 0
     project_dir = find_project_dir(args.project_dir)
     return bench.main(project_dir, args)
 
@@ -749,6 +758,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-delta",
         action="store_true",
         help="skip the 1%% delta extract and change feed measurements",
+    )
+    bench_parser.add_argument(
+        "--formats",
+        action="store_true",
+        help="only measure Delta Lake and Iceberg on the state's shape (a typical day's MERGE)",
     )
     return parser
 
