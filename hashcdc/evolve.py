@@ -36,8 +36,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from hashcdc.config import ColumnConfig, TableConfig, type_change_problem
-from hashcdc.dates import partition_dates
 from hashcdc.errors import ConfigError, HashcdcError
+from hashcdc.hashing import HASH_ALGORITHM_VERSION
+from hashcdc.versions import applied_versions, state_properties
 
 # hashcdc's own columns a table kind carries besides the configured ones (name -> type),
 # added to tables written by an earlier release.
@@ -62,15 +63,13 @@ class PersistedTable:
     columns: tuple[ColumnConfig, ...]
     own_columns: dict[str, str]
     has_images: bool = False
-    # Bucketed by keyhash into the table's `buckets` (the state tables).
-    bucketed: bool = False
 
 
 def persisted_tables(schema: str, table: TableConfig) -> list[PersistedTable]:
     """The tables (not views) that hold a table's rows, in the schema of its models."""
     main, sensitive = table.main_columns, table.sensitive_columns
     tables = [
-        PersistedTable(f"{schema}.{table.name}_state", main, STATE_OWN_COLUMNS, bucketed=True),
+        PersistedTable(f"{schema}.{table.name}_state", main, STATE_OWN_COLUMNS),
         PersistedTable(f"{schema}.{table.name}_history", main, {}),
         PersistedTable(f"{schema}.{table.name}_changelog", main, {}, has_images=True),
     ]
@@ -80,7 +79,6 @@ def persisted_tables(schema: str, table: TableConfig) -> list[PersistedTable]:
                 f"{schema}.{table.name}_sensitive_state",
                 sensitive,
                 STATE_OWN_COLUMNS,
-                bucketed=True,
             ),
             PersistedTable(f"{schema}.{table.name}_sensitive_history", sensitive, {}),
         ]
@@ -133,7 +131,8 @@ def infer_additions(
             column = dataclasses.replace(column, added=business_date)
             inferred.append(column)
         columns.append(column)
-    latest = max(partition_dates(spark, state), default=None) if inferred else None
+    applied = applied_versions(spark, state) if inferred else []
+    latest = applied[-1].business_date if applied else None
     if latest is not None and business_date <= latest:
         lines = "\n".join(
             f"  - {{name: {c.name}, type: '{c.type}', added: '{business_date}'}}" for c in inferred
@@ -177,8 +176,6 @@ class _Plan:
     table: str
     added: dict[str, str]
     rewrite: list[str] | None
-    # A new bucket count: the table is rewritten into it.
-    buckets: int | None = None
 
 
 def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
@@ -199,13 +196,6 @@ def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
             continue
         existing = spark.table(persisted.name).schema
         plan = _plan(existing, persisted, table, problems)
-        rebucket = _new_bucket_count(spark, persisted, table)
-        if rebucket:
-            plan = dataclasses.replace(
-                plan,
-                rewrite=plan.rewrite or [f"`{f.name}`" for f in existing],
-                buckets=rebucket,
-            )
         if plan.added or plan.rewrite:
             plans.append(plan)
     if restored:
@@ -223,8 +213,10 @@ def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
         )
     for plan in plans:
         # The rewrite copies the columns the table has; the new ones are added after it.
-        if plan.rewrite:
-            _rewrite(spark, plan.table, plan.rewrite, plan.buckets)
+        if plan.rewrite and _is_delta(spark, plan.table):
+            _replace_delta(spark, plan.table, plan.rewrite)
+        elif plan.rewrite:
+            _rewrite(spark, plan.table, plan.rewrite)
         if plan.added:
             columns = ", ".join(f"`{name}` {data_type}" for name, data_type in plan.added.items())
             spark.sql(f"alter table {plan.table} add columns ({columns})")
@@ -334,48 +326,38 @@ def _image_expression(
     return f"if(`{name}` is null, null, named_struct({', '.join(parts)})) as `{name}`"
 
 
-def _bucket_count(spark: SparkSession, table: str) -> int | None:
-    """A table's number of buckets (None when it is not bucketed)."""
+def _is_delta(spark: SparkSession, table: str) -> bool:
+    """Whether a table is a Delta table (the states) rather than parquet."""
     details = {row[0]: row[1] for row in spark.sql(f"describe table extended {table}").collect()}
-    return int(details["Num Buckets"]) if details.get("Num Buckets") else None
+    return str(details.get("Provider", "")).lower() == "delta"
 
 
-def _new_bucket_count(
-    spark: SparkSession, persisted: PersistedTable, table: TableConfig
-) -> int | None:
-    """The config's bucket count when a bucketed table has another one, else None."""
-    if not persisted.bucketed or table.buckets is None:
-        return None
-    return table.buckets if _bucket_count(spark, persisted.name) != table.buckets else None
+def _replace_delta(spark: SparkSession, table: str, select: list[str]) -> None:
+    """Rewrite a Delta table with a new select list in one commit (its versions are kept)."""
+    properties = own_properties(spark, table) | state_properties(HASH_ALGORITHM_VERSION)
+    listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+    spark.sql(
+        f"create or replace table {table} using delta tblproperties ({listed}) "
+        f"as select {', '.join(select)} from {table}"
+    )
 
 
-def _rewrite(
-    spark: SparkSession, table: str, select: list[str], new_buckets: int | None = None
-) -> None:
-    """Copy a table with a new select list beside it, then swap it in (crash-safe).
-
-    ``new_buckets`` re-buckets the copy; otherwise it keeps the table's bucket count.
-    """
+def _rewrite(spark: SparkSession, table: str, select: list[str]) -> None:
+    """Copy a parquet table with a new select list beside it, then swap it in (crash-safe)."""
     copy, retired = table + REWRITE_SUFFIX, table + RETIRED_SUFFIX
     catalog_columns = spark.catalog.listColumns(table)
     partitions = [c.name for c in catalog_columns if c.isPartition]
-    buckets = [c.name for c in catalog_columns if c.isBucket]
     properties = own_properties(spark, table)
-    clauses, hint = ["using parquet"], ""
+    clauses = ["using parquet"]
     if partitions:
         clauses.append(f"partitioned by ({', '.join(partitions)})")
-    if buckets:
-        count = new_buckets or _bucket_count(spark, table)
-        clauses.append(f"clustered by ({', '.join(buckets)}) into {count} buckets")
-        # One task per bucket: one file per bucket in each partition, not one per task.
-        hint = f"/*+ REPARTITION({count}, {', '.join(buckets)}) */ "
     if properties:
         listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
         clauses.append(f"tblproperties ({listed})")
     # Partition columns come last in the copy, as Spark lays out a partitioned table.
     data = [s for s in select if not any(s == f"`{p}`" for p in partitions)]
     columns = ", ".join(data + [f"`{p}`" for p in partitions])
-    spark.sql(f"create table {copy} {' '.join(clauses)} as select {hint}{columns} from {table}")
+    spark.sql(f"create table {copy} {' '.join(clauses)} as select {columns} from {table}")
     spark.sql(f"alter table {table} rename to {retired}")
     spark.sql(f"alter table {copy} rename to {table}")
     spark.sql(f"drop table {retired}")

@@ -61,7 +61,6 @@ from hashcdc.config import (
     SequenceField,
     TableConfig,
 )
-from hashcdc.dates import partition_dates
 from hashcdc.errors import InputDataError
 from hashcdc.extract import LINE_COLUMN, read_event_lines
 from hashcdc.hashing import (
@@ -72,6 +71,7 @@ from hashcdc.hashing import (
     typed_row_hash,
     with_hashes,
 )
+from hashcdc.versions import applied_versions, version_before
 
 BEFORE_PREFIX = "__before_"
 OPERATION_RAW_COLUMN = "_op_raw"
@@ -560,25 +560,25 @@ def read_phase(operation: Column) -> Column:
 
 @dataclass(frozen=True)
 class PriorSnapshot:
-    """The state snapshot before a business date, as the change-event stage needs it.
+    """The state before a business date, as the change-event stage needs it.
 
-    ``rows`` is that partition of ``<name>_state`` (None before the first date). Its ``W``
-    row holds the watermark (the greatest sequence applied so far); its ``A`` rows hold, as
-    ``nonkeyhash``, the ``event_id`` of every event applied *at* the watermark's position.
+    ``rows`` is ``<name>_state`` at the version of the latest date before it (None before
+    the first date). Its ``W`` row holds the watermark (the greatest sequence applied so
+    far); its ``A`` rows hold, as ``nonkeyhash``, the ``event_id`` of every event applied
+    *at* the watermark's position.
     """
 
     rows: DataFrame | None
 
     @classmethod
     def read(cls, spark: SparkSession, state: str | None, date: str) -> PriorSnapshot:
-        """The latest snapshot of ``state`` before ``date`` (from the metastore's partitions)."""
+        """``state`` as of the latest date before ``date`` (the version its log names)."""
         if state is None or not spark.catalog.tableExists(state):
             return cls(None)
-        earlier = [d for d in partition_dates(spark, state) if d < date]
-        if not earlier:
+        previous = version_before(applied_versions(spark, state), date)
+        if previous is None:
             return cls(None)
-        rows = spark.table(state).where(F.col("business_date") == F.lit(max(earlier)).cast("date"))
-        return cls(rows)
+        return cls(spark.sql(f"select * from {state} version as of {previous.version}"))
 
     def watermark(self) -> DataFrame | None:
         """One row: ``_watermark`` and ``_applied_at_watermark`` (how many ``A`` rows)."""

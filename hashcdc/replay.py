@@ -1,9 +1,11 @@
 """``hashcdc replay --from DATE``: recompute a date and every later processed one, in order.
 
-A date's run reads the latest state snapshot before it and overwrites only its own
-partitions, so replaying needs nothing deleted up front: the dates are re-run in
-ascending order, each one reading the snapshot the previous step has just rewritten. The
-processed dates of a table are the dates of its state snapshots and history partitions.
+A date's run reads the state at the version of the date before it, and a date the state
+already holds is undone first (the state restored to that version: its
+``prepare_state_commit`` pre-hook), so replaying needs nothing deleted up front: the
+dates are re-run in ascending order, each one applied to the state the previous step has
+just written. The processed dates of a table are the dates its state holds (its Delta
+log: :mod:`hashcdc.versions`) and its history partitions.
 The retained inputs (the landing files) must still be there; a replay that stops (missing
 extract, bad input, crash) leaves every date before the failing one recomputed, and is
 resumed with ``--from`` that date.
@@ -13,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hashcdc.dates import partition_dates
 from hashcdc.errors import HashcdcError
+from hashcdc.versions import applied_versions
 
 
 def _relation_exists(spark: Any, name: str) -> bool:
@@ -22,11 +24,11 @@ def _relation_exists(spark: Any, name: str) -> bool:
 
 
 def processed_dates(spark: Any, table: str) -> tuple[list[str], list[str]]:
-    """(state snapshot dates, all processed dates) of a table, ascending."""
+    """(dates the state can be restored to, all processed dates) of a table, ascending."""
     state, history = f"{table}_state", f"{table}_history"
     if not _relation_exists(spark, state):
         return [], []
-    snapshots = partition_dates(spark, state)
+    snapshots = [applied.business_date for applied in applied_versions(spark, state)]
     dates = set(snapshots)
     if _relation_exists(spark, history):
         dates |= {
@@ -56,8 +58,8 @@ def replay_plan(spark: Any, tables: list[str], from_date: str) -> dict[str, list
             earliest = min((d for d in dates if snapshots and d > snapshots[0]), default=None)
             raise HashcdcError(
                 f"table '{table}': the state before {from_date} is no longer kept (the oldest "
-                f"kept snapshot is {snapshots[0] if snapshots else 'none'}; see "
-                "hashcdc_state_snapshots_kept), so the replay cannot start there. Replay from "
+                f"version kept is of {snapshots[0] if snapshots else 'none'}), so the replay "
+                "cannot start there. Replay from "
                 f"{earliest or dates[0]} or later, or from {dates[0]} (the first processed "
                 "date) to rebuild the table from all its extracts."
             )

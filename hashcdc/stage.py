@@ -38,6 +38,7 @@ from hashcdc.extract import extract_files, read_rows, refuse_files_not_text
 from hashcdc.feed import PriorSnapshot, raw_events, raw_table_events, typed_events
 from hashcdc.hashing import row_hashes, with_hashes
 from hashcdc.header import check_header, report_new_event_fields
+from hashcdc.upgrade import upgrade_states
 
 
 def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
@@ -134,6 +135,7 @@ def typecast_and_hash(
     date = parse_business_date(business_date)
     inferred: list[str] = []
     if schema:
+        upgrade_states(spark, schema, table)
         table, inferred = infer_additions(spark, schema, table, date)
     files = checked_extract(spark, table, date)
     if schema:

@@ -19,6 +19,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import BUSINESS_DATE_ENV
+from hashcdc.versions import applied_versions, commit_metadata
 
 # Listing a schema while another process replaces one of its tables: tries, then a
 # slower listing that tolerates it.
@@ -68,6 +69,25 @@ class HashcdcAdapter(SparkAdapter):
         parse time: a new date would then make it parse the project again.
         """
         return os.environ.get(BUSINESS_DATE_ENV) or None
+
+    @available
+    def hashcdc_applied_versions(self, relation: BaseRelation) -> list[dict[str, Any]]:
+        """The business dates a state table holds, each with the version that applied it.
+
+        Read from the table's Delta log (:func:`hashcdc.versions.applied_versions`).
+        """
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        return [
+            {"version": applied.version, "business_date": applied.business_date}
+            for applied in applied_versions(spark, f"{relation.schema}.{relation.identifier}")
+        ]
+
+    @available
+    def hashcdc_commit_metadata(self, business_date: str, reset: bool = False) -> str:
+        """The ``userMetadata`` of a commit that applies ``business_date`` to a state."""
+        return commit_metadata(business_date, reset)
 
     @property
     def default_python_submission_method(self) -> str:

@@ -160,7 +160,8 @@
 
 {% macro _cdc_run_row(table_name, table_results) %}
     {#- The select of one cdc_runs row: timings and statuses from dbt's results, counts from
-        the stage and the date's state snapshot (only when the state was built). -#}
+        the stage and the W row of the state's commit for the date (only when the state was
+        built). -#}
     {%- set found = {} -%}
     {%- for result in table_results -%}
         {%- if result.node.resource_type == 'model' -%}
@@ -195,6 +196,11 @@
     {%- set is_feed = table_config.get('extract_type') == 'changes' -%}
     {%- set business_date = hashcdc.business_date() -%}
     {%- set counted = state_result.status | string == 'success' -%}
+    {%- set applied = hashcdc.applied_state_version(
+        api.Relation.create(
+            schema=state_result.node.schema, identifier=state_result.node.alias,
+            type='table'),
+        business_date) if counted else none -%}
     {%- set row -%}
         select
             '{{ table_name }}' as table_name,
@@ -228,27 +234,20 @@
             from {{ stage_result.node.relation_name }}
         ) as incoming
         cross join (
-            {#- The date's snapshot and the one before it (the latest earlier date kept);
-                only the operation column is read. -#}
+            {#- The counts the date's diff recorded in the W row of the state's commit. #}
             select
-                count_if(is_date and operation = 'I') as inserted,
-                count_if(is_date and operation = 'U') as updated,
-                count_if(is_date and operation = 'D') as deleted,
-                count_if(is_date and operation = 'X') as not_supplied,
-                count_if(is_date and operation = 'N') as unchanged,
-                count_if(is_previous and operation in ('I', 'U', 'N', 'X')) as state_rows_before,
-                count_if(is_date and operation in ('I', 'U', 'N', 'X')) as state_rows_after,
-                {{ "max_by(event_sequence, is_date and operation = 'W')" if is_feed else 'null' }} as watermark
-            from (
-                select
-                    *,
-                    business_date = date'{{ business_date }}' as is_date,
-                    business_date = (
-                        {{ hashcdc._previous_state_date_query(state_result.node.relation_name, business_date) }}
-                    ) as is_previous
-                from {{ state_result.node.relation_name }}
-                where business_date <= date'{{ business_date }}'
-            )
+                operation_counts['I'] as inserted,
+                operation_counts['U'] as updated,
+                operation_counts['D'] as deleted,
+                operation_counts['X'] as not_supplied,
+                operation_counts['N'] as unchanged,
+                operation_counts['state_rows_before'] as state_rows_before,
+                operation_counts['state_rows_before'] + operation_counts['I']
+                    - operation_counts['D'] as state_rows_after,
+                {{ 'event_sequence' if is_feed else 'null' }} as watermark
+            from {{ state_result.node.relation_name }}
+            {%- if applied is not none %} version as of {{ applied.version }}{% endif %}
+            where operation = 'W' {{- ' and false' if applied is none }}
         ) as snapshot
         {%- else %}
             {% for column in ['rows_in', 'rejects', 'inserted', 'updated', 'deleted', 'not_supplied',

@@ -5,23 +5,26 @@
 
 
 {% macro default__cdc_feed_state(incoming, table_name, columns, keyless, hash_column, shape_changes) %}
-{#- The state after a date's change events: the events not applied before (the stage's
-    is_new_event), in sequence order, net per key, applied to the previous snapshot. One
-    'W' row per snapshot carries the table's watermark (the greatest sequence applied so
-    far), and one 'A' row per event applied at the watermark's position its event_id (as
-    nonkeyhash), so that the rest of a snapshot landed later is still applied. -#}
+{#- The rows a date's change events write to the state (merged by hashcdc.merge_state):
+    the events not applied before (the stage's is_new_event), in sequence order, net per
+    key, compared with the previous state; the keys they touch (I, U, D, and N: supplied
+    again), not the others. The W row carries the table's watermark (the greatest
+    sequence applied so far) and the date's counts; one 'A' row per event applied at the
+    watermark's position its event_id (as nonkeyhash), so that the rest of a snapshot
+    landed later is still applied ('a' removes an A row the watermark has left). -#}
 {%- set business_date = hashcdc.business_date() -%}
-{%- set previous_date = hashcdc.checked_previous_state_date(business_date, table_name) -%}
+{%- set previous = hashcdc.checked_previous_state(business_date, table_name) -%}
+{%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
 {%- set state_columns = columns + (['copies'] if keyless else []) -%}
 with
 
 {{ hashcdc.feed_applied_events(
-    incoming, this if previous_date else none, previous_date, columns, hash_column) }},
+    incoming, this if previous else none, previous, columns, hash_column) }},
 
 previous_state as (
     {{- hashcdc._previous_snapshot(
-        this if previous_date else none, previous_date, 'applied_events',
+        this if previous else none, previous, 'applied_events',
         columns + ['keyhash', 'nonkeyhash', 'event_sequence'],
         typed_extras=dict(
             ({'copies': 'bigint'} if keyless else {}), eff_start_date='date', seen_date='date')) }}
@@ -206,7 +209,13 @@ new_state as (
         end as event_sequence,
         if(operation = 'X', previous_seen_date, date'{{ business_date }}') as seen_date
     from operations_tagged
-    where operation is not null
+    where operation is not null and operation != 'X'
+),
+
+operation_counts as (
+    {{ hashcdc._operation_counts(
+        '(select * from operations_tagged where operation is not null)',
+        'previous_nonkeyhash') }}
 ),
 
 watermark as (
@@ -218,21 +227,24 @@ watermark as (
 ),
 
 applied_at_watermark as (
-    {#- The events applied at the watermark's position: today's, and the earlier dates'
-        while the watermark has not moved. -#}
-    select
+    {#- Today's events at the watermark's position (the earlier dates' A rows stay while
+        the watermark has not moved). -#}
+    select distinct
         applied_events.keyhash,
         applied_events.event_id
     from applied_events
     inner join watermark
         on applied_events.event_sequence = watermark.event_sequence
-    union
+),
+
+left_behind as (
+    {#- The earlier A rows the watermark has moved past. -#}
     select
         previous_applied.keyhash,
         previous_applied.nonkeyhash as event_id
     from previous_applied
     inner join watermark
-        on previous_applied.event_sequence = watermark.event_sequence
+        on previous_applied.event_sequence != watermark.event_sequence
 ),
 
 bookkeeping as (
@@ -240,16 +252,27 @@ bookkeeping as (
         null as keyhash,
         null as event_id,
         'W' as operation,
-        event_sequence
+        event_sequence,
+        operation_counts.counts as operation_counts
     from watermark
+    cross join operation_counts
     union all
     select
         applied_at_watermark.keyhash,
         applied_at_watermark.event_id,
         'A' as operation,
-        watermark.event_sequence
+        watermark.event_sequence,
+        null as operation_counts
     from applied_at_watermark
     cross join watermark
+    union all
+    select
+        keyhash,
+        event_id,
+        'a' as operation,
+        null as event_sequence,
+        null as operation_counts
+    from left_behind
 ),
 
 final as (
@@ -262,7 +285,8 @@ final as (
         eff_start_date,
         event_sequence,
         seen_date,
-        date'{{ business_date }}' as business_date
+        date'{{ business_date }}' as business_date,
+        cast(null as map<string, bigint>) as operation_counts
     from new_state
     union all
     select
@@ -275,21 +299,22 @@ final as (
         null as eff_start_date,
         event_sequence,
         null as seen_date,
-        date'{{ business_date }}' as business_date
+        date'{{ business_date }}' as business_date,
+        operation_counts
     from bookkeeping
 )
 
-select {{ hashcdc._first_snapshot_layout(previous_date) }} * from final
+select * from final
 {% endmacro %}
 
 
-{% macro feed_applied_events(incoming, state, previous_date, columns, hash_column='nonkeyhash') %}
+{% macro feed_applied_events(incoming, state, previous, columns, hash_column='nonkeyhash') %}
     {{ return(adapter.dispatch('feed_applied_events', 'hashcdc')(
-        incoming, state, previous_date, columns, hash_column)) }}
+        incoming, state, previous, columns, hash_column)) }}
 {% endmacro %}
 
 
-{% macro default__feed_applied_events(incoming, state, previous_date, columns, hash_column) %}
+{% macro default__feed_applied_events(incoming, state, previous, columns, hash_column) %}
 {#- CTEs previous_watermark, previous_applied, delivered_events and applied_events: the
     date's loaded events that no earlier date applied (is_new_event, decided by the stage
     against the previous snapshot's W and A rows), each once (a file delivered twice, or an
@@ -297,13 +322,13 @@ select {{ hashcdc._first_snapshot_layout(previous_date) }} * from final
 {%- set business_date = hashcdc.business_date() -%}
 previous_watermark as (
     {{- hashcdc._previous_snapshot(
-        state, previous_date, incoming, ['event_sequence'], operations=['W']) }}
+        state, previous, incoming, ['event_sequence'], operations=['W']) }}
 ),
 
 previous_applied as (
     {#- The events applied at the previous watermark's position (their event_id). -#}
     {{- hashcdc._previous_snapshot(
-        state, previous_date, incoming, ['keyhash', 'nonkeyhash', 'event_sequence'],
+        state, previous, incoming, ['keyhash', 'nonkeyhash', 'event_sequence'],
         operations=['A']) }}
 ),
 
@@ -337,10 +362,10 @@ applied_events as (
 {% macro default__feed_events_history(incoming, state, columns) %}
 {#- Audit history: every event applied on the business date, with its sequence. -#}
 {%- set business_date = hashcdc.business_date() -%}
-{%- set previous_date = hashcdc.previous_state_date(state, business_date) -%}
+{%- set previous = hashcdc.previous_state(state, business_date) -%}
 with
 
-{{ hashcdc.feed_applied_events(incoming, state, previous_date, columns) }},
+{{ hashcdc.feed_applied_events(incoming, state, previous, columns) }},
 
 final as (
     select

@@ -11,12 +11,18 @@
         "cdc_state: extract_type must be 'full' or 'delta' (change feeds use cdc_feed_state), got '"
         ~ extract_type ~ "'") }}
 {%- endif -%}
+{#- The rows a business date writes to the state (merged by hashcdc.merge_state): I and U
+    rows with their new payload, D rows (deleted keys), in a full extract X rows (keys
+    whose row was rejected, kept as they were), in a delta the N rows it supplied (their
+    seen_date moves), rows whose hashes differ only by the table's shape (N, new hash),
+    and the W row: the date, and its operation counts. Unchanged keys are not written. -#}
 {%- set business_date = hashcdc.business_date() -%}
-{%- set previous_date = hashcdc.checked_previous_state_date(business_date, table_name) -%}
+{%- set previous = hashcdc.checked_previous_state(business_date, table_name) -%}
+{%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
-{%- if previous_date is not none and extract_type == 'full' -%}
+{%- if previous is not none and extract_type == 'full' -%}
     {%- do hashcdc.assert_no_mass_delete(
-        this, incoming, table_name, business_date, previous_date, max_delete_fraction) -%}
+        this, incoming, table_name, business_date, previous, max_delete_fraction) -%}
 {%- endif -%}
 {%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}
 with
@@ -40,20 +46,23 @@ rejected_keys as (
 {%- endif %}
 
 previous_state as (
+    {#- Only the columns the comparison uses are read: the hashes, the dates, and the
+        payload only when the table's shape changed (only_shape_differs). #}
     {{- hashcdc._previous_snapshot(
-        this, previous_date, 'incoming', columns + ['keyhash', 'nonkeyhash'],
-        typed_extras={'eff_start_date': 'date', 'seen_date': 'date'}) }}
+        this, previous, 'incoming', columns + ['keyhash', 'nonkeyhash'],
+        typed_extras={
+            'operation': 'string', 'eff_start_date': 'date', 'seen_date': 'date',
+            'business_date': 'date'}) }}
 ),
 
 compared as (
-    {#- Both sides arrive bucketed by keyhash: the join needs no exchange. #}
     select {{ "/*+ broadcast(rejected_keys) */" if extract_type == 'full' }}
         incoming.keyhash as incoming_keyhash,
         incoming.nonkeyhash as incoming_nonkeyhash,
         previous_state.keyhash as previous_keyhash,
         previous_state.nonkeyhash as previous_nonkeyhash,
         previous_state.eff_start_date as previous_eff_start_date,
-        previous_state.seen_date as previous_seen_date,
+        {{ hashcdc._previous_seen_date(extract_type, previous_date) }} as previous_seen_date,
         {%- if extract_type == 'full' %}
         rejected_keys.keyhash is not null as is_rejected_key,
         {%- else %}
@@ -100,25 +109,30 @@ operations_tagged as (
         previous_eff_start_date,
         previous_seen_date,
         is_reshaped,
-        incoming_row,
-        previous_row
+        incoming_row
     from reshaped
 ),
 
-new_state as (
+written as (
     select
-        if(operation in ('I', 'U') or is_reshaped, incoming_row, previous_row) as state_row,
+        if(operation in ('D', 'X'), null, incoming_row) as state_row,
         keyhash,
-        if(
-            operation in ('I', 'U') or is_reshaped, incoming_nonkeyhash, previous_nonkeyhash
-        ) as nonkeyhash,
+        coalesce(incoming_nonkeyhash, previous_nonkeyhash) as nonkeyhash,
         operation,
         if(
             operation in ('I', 'U', 'D'), date'{{ business_date }}', previous_eff_start_date
         ) as eff_start_date,
-        if(operation = 'X', previous_seen_date, date'{{ business_date }}') as seen_date,
-        date'{{ business_date }}' as business_date
+        if(operation = 'X', previous_seen_date, date'{{ business_date }}') as seen_date
     from operations_tagged
+    {%- if extract_type == 'full' %}
+    where operation != 'N' or is_reshaped
+    {%- else %}
+    where operation != 'X'
+    {%- endif %}
+),
+
+operation_counts as (
+    {{ hashcdc._operation_counts('operations_tagged', 'previous_nonkeyhash') }}
 ),
 
 final as (
@@ -129,9 +143,52 @@ final as (
         operation,
         eff_start_date,
         seen_date,
-        business_date
-    from new_state
+        date'{{ business_date }}' as business_date,
+        cast(null as map<string, bigint>) as operation_counts
+    from written
+    union all
+    select
+        {%- for column in columns %}
+        null as {{ adapter.quote(column) }},
+        {%- endfor %}
+        null as keyhash,
+        null as nonkeyhash,
+        'W' as operation,
+        null as eff_start_date,
+        null as seen_date,
+        date'{{ business_date }}' as business_date,
+        counts as operation_counts
+    from operation_counts
 )
 
-select {{ hashcdc._first_snapshot_layout(previous_date) }} * from final
+select * from final
+{% endmacro %}
+
+
+{% macro _previous_seen_date(extract_type, previous_date) %}
+    {#- The date a previous row's values were last supplied. Unchanged keys of a full
+        extract are not written, so theirs is the previous date, unless the previous date
+        wrote the key as X (its row rejected then); a delta writes every key it supplies. -#}
+    {%- if extract_type == 'full' and previous_date is not none -%}
+        {{ return(
+            "if(previous_state.operation = 'X' and previous_state.business_date = date'"
+            ~ previous_date ~ "', previous_state.seen_date, date'" ~ previous_date ~ "')") }}
+    {%- endif -%}
+    {{ return('previous_state.seen_date') }}
+{% endmacro %}
+
+
+{% macro _operation_counts(tagged, previous_hash_column) %}
+    {#- One row, one column `counts`: the date's rows per operation, and the rows of the
+        previous state (those with a previous hash), as the W row records them. -#}
+    select
+        map(
+            'I', count_if(operation = 'I'),
+            'U', count_if(operation = 'U'),
+            'D', count_if(operation = 'D'),
+            'X', count_if(operation = 'X'),
+            'N', count_if(operation = 'N'),
+            'state_rows_before', count({{ previous_hash_column }})
+        ) as counts
+    from {{ tagged }}
 {% endmacro %}

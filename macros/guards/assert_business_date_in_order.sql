@@ -7,10 +7,8 @@
     {%- if not hashcdc._is_writing_command() or hashcdc.is_replay() -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- set probe -%}
-        select cast(max(business_date) as string) from {{ state }}
-    {%- endset -%}
-    {%- set latest = hashcdc._single_value(probe) -%}
+    {%- set applied = hashcdc.applied_state_versions(state) -%}
+    {%- set latest = applied[-1].business_date if applied else none -%}
     {%- if latest is not none and latest > business_date -%}
         {{ exceptions.raise_compiler_error(
             "table '" ~ table_name ~ "': business date " ~ business_date

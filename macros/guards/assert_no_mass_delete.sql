@@ -1,10 +1,10 @@
-{% macro assert_no_mass_delete(state, incoming, table_name, business_date, previous_date, max_delete_fraction) %}
+{% macro assert_no_mass_delete(state, incoming, table_name, business_date, previous, max_delete_fraction) %}
     {{ return(adapter.dispatch('assert_no_mass_delete', 'hashcdc')(
-        state, incoming, table_name, business_date, previous_date, max_delete_fraction)) }}
+        state, incoming, table_name, business_date, previous, max_delete_fraction)) }}
 {% endmacro %}
 
 
-{% macro default__assert_no_mass_delete(state, incoming, table_name, business_date, previous_date, max_delete_fraction) %}
+{% macro default__assert_no_mass_delete(state, incoming, table_name, business_date, previous, max_delete_fraction) %}
     {#- A truncated or empty full extract must not wipe a table: refuse, before writing, a
         date that would delete more than max_delete_fraction of the previous state. -#}
     {%- if not execute or var('hashcdc_allow_mass_delete', false) | string | lower == 'true'
@@ -15,15 +15,13 @@
         select /*+ shuffle_hash(incoming) */
             count(*),
             count_if(incoming.keyhash is null)
-        from {{ state }} as previous_state
+        from {{ state }} version as of {{ previous.version }} as previous_state
         left join (
             select keyhash from {{ incoming }}
             where business_date = date'{{ business_date }}'
         ) as incoming
             on previous_state.keyhash = incoming.keyhash
-        where
-            previous_state.business_date = date'{{ previous_date }}'
-            and previous_state.operation in ('I', 'U', 'N', 'X')
+        where previous_state.operation in ('I', 'U', 'N', 'X')
     {%- endset -%}
     {%- set counts = run_query(probe) -%}
     {%- set previous_rows = counts.rows[0][0] | int -%}

@@ -1,23 +1,42 @@
 {% macro previous_state_date(state, business_date) %}
-    {{ return(adapter.dispatch('previous_state_date', 'hashcdc')(state, business_date)) }}
+    {#- The latest business date before `business_date` the state holds, or none. -#}
+    {%- set previous = hashcdc.previous_state(state, business_date) -%}
+    {{ return(previous.business_date if previous else none) }}
 {% endmacro %}
 
 
-{% macro default__previous_state_date(state, business_date) %}
-    {#- The latest business date before `business_date` with a state snapshot, or none. -#}
-    {%- set probe -%}
-        select cast(({{ hashcdc._previous_state_date_query(state, business_date) }}) as string)
-    {%- endset -%}
-    {%- set latest_before = hashcdc._single_value(probe) -%}
-    {{ return(latest_before) }}
+{% macro previous_state(state, business_date) %}
+    {#- The state's version of the latest date before `business_date`: a dict with
+        `version` and `business_date`, or none (no such date, or no state yet). -#}
+    {%- set earlier = [] -%}
+    {%- for applied in hashcdc.applied_state_versions(state) -%}
+        {%- if applied.business_date < business_date -%}
+            {%- do earlier.append(applied) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(earlier[-1] if earlier else none) }}
 {% endmacro %}
 
 
-{% macro _previous_state_date_query(state, business_date) %}
-    {#- The query of previous_state_date, to use as a scalar subquery. -#}
-    {%- set query -%}
-        select max(business_date) from {{ state }}
-        where business_date < date'{{ business_date }}'
-    {%- endset -%}
-    {{ return(query) }}
+{% macro applied_state_version(state, business_date) %}
+    {#- The state's version that applied `business_date` (a dict like previous_state's),
+        or none when the state does not hold that date. -#}
+    {%- set found = [] -%}
+    {%- for applied in hashcdc.applied_state_versions(state) -%}
+        {%- if applied.business_date == business_date -%}
+            {%- do found.append(applied) -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(found[-1] if found else none) }}
+{% endmacro %}
+
+
+{% macro applied_state_versions(state) %}
+    {#- The business dates a state table holds, in order, each with the Delta version that
+        applied it (from the table's log: hashcdc/versions.py); empty before the first run
+        and at parse time. -#}
+    {%- if not execute or state is none or load_relation(state) is none -%}
+        {{ return([]) }}
+    {%- endif -%}
+    {{ return(adapter.hashcdc_applied_versions(state)) }}
 {% endmacro %}

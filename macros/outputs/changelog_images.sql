@@ -5,19 +5,19 @@
 
 {% macro default__changelog_images(state, columns) %}
 {#- Each change of the business date with its before and after images and the columns
-    that differ. The before image of an update comes from the previous snapshot, joined
-    on keyhash for the updated keys only; a delete's before image is its D row. -#}
-{%- set business_date = hashcdc.business_date() -%}
-{%- set previous_date = hashcdc.previous_state_date(state, business_date) -%}
+    that differ, from the change data feed of the state's commit for the date: the before
+    image of an update is its preimage there, a delete's before image is its D row. -#}
 with
 
-changes as (
-    select * from {{ state }}
-    where business_date = date'{{ business_date }}' and operation in ('I', 'U', 'D')
+date_images as (
+    {{ hashcdc.state_changes(
+        state, hashcdc.business_date(), columns,
+        images=['insert', 'update_preimage', 'update_postimage', 'delete']) }}
 ),
 
-previous_snapshot as (
-    {{- hashcdc._previous_snapshot(state, previous_date, 'changes', columns + ['keyhash']) }}
+changes as (
+    select * from date_images
+    where not is_before_image
 ),
 
 previous_versions as (
@@ -26,7 +26,8 @@ previous_versions as (
         struct(
             {{ hashcdc._column_list(columns, indent=12) }}
         ) as before_image
-    from previous_snapshot
+    from date_images
+    where is_before_image
 ),
 
 images as (

@@ -2,13 +2,13 @@
 {{
     config(
         materialized='incremental',
-        incremental_strategy='insert_overwrite',
-        partition_by=['business_date'],
+        file_format='delta',
+        incremental_strategy='merge',
+        hashcdc_state=true,
         full_refresh=false,
-        clustered_by=['keyhash'],
-        buckets=var('hashcdc_buckets'),
-        tblproperties={'hashcdc.hash_version': '2'},
-        post_hook="{{ hashcdc.prune_state_snapshots(this, var('hashcdc_state_snapshots_kept')) }}"
+        tblproperties={'hashcdc.hash_version': '2', 'delta.enableDeletionVectors': 'true', 'delta.enableChangeDataFeed': 'true'},
+        pre_hook="{{ hashcdc.prepare_state_commit(this) }}",
+        post_hook="{{ hashcdc.end_state_commit() }}",
     )
 }}
 

@@ -1,30 +1,31 @@
 {% test expected_operation_counts(model, expected, table_name) %}
 {#-
-    Compares the operation counts of the state snapshot of the business date being run
-    with a seed of expected counts (columns: table_name, business_date, relation
+    Compares the operation counts of the business date being run (recorded in the W row
+    of the state's commit for the date) with a seed of expected counts (columns: table_name, business_date, relation
     ('current' or 'history'), operation, row_count). Dates without expected rows pass;
     for a date with expected rows, an operation missing from the seed is expected to be 0.
 -#}
 {%- set business_date = hashcdc.business_date() -%}
+{%- set applied = hashcdc.applied_state_version(model, business_date) -%}
 with
 
-snapshot as (
-    select operation from {{ model }}
-    where business_date = date'{{ business_date }}'
+recorded_counts as (
+    select explode(operation_counts) as (operation, row_count)
+    from {{ model }}
+    {%- if applied is not none %} version as of {{ applied.version }}{% endif %}
+    where operation = 'W' {{- ' and false' if applied is none }}
 ),
 
 actual_current as (
-    select 'current' as relation, operation, count(*) as row_count
-    from snapshot
-    where operation in ('I', 'U', 'N', 'X')
-    group by operation
+    select 'current' as relation, operation, row_count
+    from recorded_counts
+    where operation in ('I', 'U', 'N', 'X') and row_count > 0
 ),
 
 actual_history as (
-    select 'history' as relation, operation, count(*) as row_count
-    from snapshot
-    where operation in ('I', 'U', 'D')
-    group by operation
+    select 'history' as relation, operation, row_count
+    from recorded_counts
+    where operation in ('I', 'U', 'D') and row_count > 0
 ),
 
 actual_counts as (

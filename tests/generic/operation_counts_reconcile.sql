@@ -1,51 +1,66 @@
 {% test operation_counts_reconcile(model, incoming, extract_type) %}
 {#-
     For the business date being run (or the latest one when none is given), the
-    operation counts of a state snapshot must reconcile with its inputs:
+    operation counts the date's diff recorded (the W row of the state's commit for the
+    date) must reconcile with its inputs and with the state that commit left:
       loaded incoming rows           = I + U + N
       previous state rows            = U + N + D + X
-      new state rows (I + U + N + X) = previous state rows + I - D
+      new state rows (I + U + N + X) = previous state rows + I - D   (counted in the state)
     a delta extract never tags D, and a full extract tags X only for keys whose row was
-    rejected (kept as they were): X <= rejected rows. The new state has one row per key
-    and no null keyhash (the `unique` and `not_null` tests of the current table, in the
-    same scan of the snapshot as the counts; the snapshot is bucketed by keyhash, so
-    counting distinct keys needs no shuffle). For a change feed (extract_type
-    changes) the rows touched are at most the events loaded (I + U + N <= loaded events,
-    instead of the first rule), and every snapshot has exactly one watermark (W) row.
-    Fails with one row per broken rule.
+    rejected (kept as they were): X <= rejected rows. The rows the date wrote have one
+    row per key and no null keyhash (the merge adds a key only where it has none). For a
+    change feed (extract_type changes) the rows touched are at most the events loaded
+    (I + U + N <= loaded events, instead of the first rule). The state has exactly one W
+    row. Fails with one row per broken rule.
 -#}
+{%- set applied_versions = hashcdc.applied_state_versions(model) -%}
 {%- if hashcdc.requested_business_date() is none -%}
-    {%- set probe -%}
-        select cast(max(business_date) as string) from {{ model }}
-    {%- endset -%}
-    {%- set business_date = hashcdc._single_value(probe) or '1900-01-01' -%}
+    {%- set business_date = applied_versions[-1].business_date if applied_versions else '1900-01-01' -%}
 {%- else -%}
     {%- set business_date = hashcdc.business_date() -%}
 {%- endif -%}
-{%- set previous_date = hashcdc.previous_state_date(model, business_date) -%}
+{%- set applied = hashcdc.applied_state_version(model, business_date) -%}
 with
 
-snapshot as (
+state_rows as (
+    {#- The state as the date's commit left it (nothing when it does not hold the date). #}
+    select operation, keyhash, business_date, operation_counts from {{ model }}
+    {%- if applied is none %}
+    where false
+    {%- else %}
+    version as of {{ applied.version }}
+    {%- endif %}
+),
+
+recorded_counts as (
+    {#- The counts the date's diff recorded in the W row. #}
     select
-        operation,
-        if(operation in ('I', 'U', 'N', 'X'), keyhash, null) as new_state_keyhash,
-        operation in ('I', 'U', 'N', 'X') and keyhash is null as is_null_key
-    from {{ model }}
-    where business_date = date'{{ business_date }}'
+        count(*) as watermark_rows,
+        coalesce(max(operation_counts['I']), 0) as inserted,
+        coalesce(max(operation_counts['U']), 0) as updated,
+        coalesce(max(operation_counts['N']), 0) as unchanged,
+        coalesce(max(operation_counts['D']), 0) as deleted,
+        coalesce(max(operation_counts['X']), 0) as not_supplied,
+        coalesce(max(operation_counts['state_rows_before']), 0) as previous_state_rows
+    from state_rows
+    where operation = 'W'
+),
+
+state_counts as (
+    {#- The state itself after the commit, and the keys the date wrote. #}
+    select
+        count_if(operation in ('I', 'U', 'N', 'X')) as new_state_rows,
+        count_if(operation in ('I', 'U', 'N', 'X') and keyhash is null) as null_keys,
+        count_if(business_date = date'{{ business_date }}' and operation in ('I', 'U', 'N', 'X'))
+            as written_rows,
+        count(distinct if(
+            business_date = date'{{ business_date }}' and operation in ('I', 'U', 'N', 'X'),
+            keyhash, null)) as written_keys
+    from state_rows
 ),
 
 operation_counts as (
-    select
-        count_if(operation = 'I') as inserted,
-        count_if(operation = 'U') as updated,
-        count_if(operation = 'N') as unchanged,
-        count_if(operation = 'D') as deleted,
-        count_if(operation = 'X') as not_supplied,
-        count_if(operation = 'W') as watermark_rows,
-        count_if(operation in ('I', 'U', 'N', 'X')) as new_state_rows,
-        count(distinct new_state_keyhash) as new_state_keys,
-        count_if(is_null_key) as null_keys
-    from snapshot
+    select * from recorded_counts cross join state_counts
 ),
 
 incoming_rows as (
@@ -56,15 +71,6 @@ incoming_rows as (
     where business_date = date'{{ business_date }}'
 ),
 
-previous_state_rows as (
-    {%- if previous_date is none %}
-    select cast(0 as bigint) as row_count
-    {%- else %}
-    select count(*) as row_count from {{ model }}
-    where business_date = date'{{ previous_date }}' and operation in ('I', 'U', 'N', 'X')
-    {%- endif %}
-),
-
 rules as (
     {%- if extract_type == 'changes' %}
     select
@@ -73,11 +79,6 @@ rules as (
         inserted + updated + unchanged as actual
     from operation_counts cross join incoming_rows
     union all
-    select
-        'one watermark row' as rule,
-        1 as expected,
-        watermark_rows as actual
-    from operation_counts
     {%- else %}
     select
         'loaded incoming rows = I + U + N' as rule,
@@ -87,15 +88,21 @@ rules as (
     {%- endif %}
     union all
     select
-        'previous state rows = U + N + D + X' as rule,
-        previous_state_rows.row_count as expected,
-        updated + unchanged + deleted + not_supplied as actual
-    from operation_counts cross join previous_state_rows
+        'one W row (the counts of the date)' as rule,
+        1 as expected,
+        watermark_rows as actual
+    from operation_counts
     union all
     select
-        'one row per keyhash in the new state' as rule,
-        new_state_rows - null_keys as expected,
-        new_state_keys as actual
+        'previous state rows = U + N + D + X' as rule,
+        previous_state_rows as expected,
+        updated + unchanged + deleted + not_supplied as actual
+    from operation_counts
+    union all
+    select
+        'one row per keyhash among the rows the date wrote' as rule,
+        written_rows as expected,
+        written_keys as actual
     from operation_counts
     union all
     select
@@ -106,9 +113,9 @@ rules as (
     union all
     select
         'new state rows = previous state rows + I - D' as rule,
-        previous_state_rows.row_count + inserted - deleted as expected,
+        previous_state_rows + inserted - deleted as expected,
         new_state_rows as actual
-    from operation_counts cross join previous_state_rows
+    from operation_counts
     {%- if extract_type == 'full' %}
     union all
     select

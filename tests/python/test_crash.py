@@ -2,10 +2,11 @@
 
 The runs are separate processes (their own JVM, warehouse and Derby metastore in a
 scratch project), killed while the stage hashes, while the state is written and while the
-history is written. After each kill the previous date's state snapshot must be intact;
-after the final re-run, current and history must equal the pure-Python oracle, i.e. a
-clean run. The kills are timed from dbt's own progress lines; each test checks that the
-process really died inside the model it targeted, so it cannot pass vacuously.
+history is written. After each kill the state (a Delta table) holds the previous date or
+the new one whole, never a mix; after the final re-run, current and history must equal
+the pure-Python oracle, i.e. a clean run. The kills are timed from dbt's own progress
+lines; each test checks that the process really died inside the model it targeted, so it
+cannot pass vacuously.
 """
 
 from __future__ import annotations
@@ -125,6 +126,19 @@ def read_partition(spark: Any, root: Path, relation: str, business_date: str) ->
     return sorted(tuple(row) for row in frame.collect())
 
 
+def read_current(spark: Any, root: Path) -> list[tuple]:
+    """The state's latest version straight from its Delta files, as the current view shows
+    it (the operation of the state's date, else N)."""
+    path = root / "warehouse" / "hashcdc.db" / f"{TABLE}_state"
+    spark.read.format("delta").load(str(path)).createOrReplaceTempView("crashy_state_files")
+    frame = spark.sql(
+        "select id, name, city, score, if(business_date = (select max(business_date) "
+        "from crashy_state_files where operation = 'W'), operation, 'N') as operation "
+        "from crashy_state_files where operation in ('I', 'U', 'N', 'X')"
+    )
+    return sorted(tuple(row) for row in frame.collect())
+
+
 def test_killed_runs_leave_the_previous_state_intact_and_a_rerun_equals_a_clean_run(
     spark: Any, crash_project: tuple[Path, dict[str, str]]
 ) -> None:
@@ -132,23 +146,8 @@ def test_killed_runs_leave_the_previous_state_intact_and_a_rerun_equals_a_clean_
     first = hashcdc_run(root, env, DATES[0])
     output, _ = first.communicate(timeout=600)
     assert first.returncode == 0, output
-    day_1_state = read_partition(spark, root, f"{TABLE}_state", DATES[0])
+    day_1_state = read_current(spark, root)
     assert len(day_1_state) == ROWS
-
-    crash_points = [(f"stg_{TABLE}", 4.0), (f"{TABLE}_state", 2.0), (f"{TABLE}_history", 0.5)]
-    for model, delay in crash_points:
-        lines = kill_inside(hashcdc_run(root, env, DATES[1]), model, delay)
-        text = "".join(lines)
-        started = [line for line in lines if "START" in line and f"hashcdc.{model} " in line]
-        assert started, f"{model} never started: the crash point was missed\n{text}"
-        assert not any("OK created" in line and f"hashcdc.{model} " in line for line in lines), (
-            f"the run finished {model} before the kill: the crash point was missed\n{text}"
-        )
-        assert read_partition(spark, root, f"{TABLE}_state", DATES[0]) == day_1_state
-
-    rerun = hashcdc_run(root, env, DATES[1])
-    output, _ = rerun.communicate(timeout=600)
-    assert rerun.returncode == 0, output
 
     keys, compared = ["id"], ["name", "city", "score"]
     state, _ = apply_extract({}, extract(1), DATES[0], keys, compared, "full")
@@ -159,8 +158,25 @@ def test_killed_runs_leave_the_previous_state_intact_and_a_rerun_equals_a_clean_
         (v.row["id"], v.row["name"], v.row["city"], v.row["score"], v.operation)
         for v in expected_state.values()
     )
-    new_state = [r for r in read_partition(spark, root, f"{TABLE}_state", DATES[1]) if r[4] != "D"]
-    assert new_state == expected_current
+
+    crash_points = [(f"stg_{TABLE}", 4.0), (f"{TABLE}_state", 2.0), (f"{TABLE}_history", 0.5)]
+    for model, delay in crash_points:
+        lines = kill_inside(hashcdc_run(root, env, DATES[1]), model, delay)
+        text = "".join(lines)
+        started = [line for line in lines if "START" in line and f"hashcdc.{model} " in line]
+        assert started, f"{model} never started: the crash point was missed\n{text}"
+        assert not any("OK created" in line and f"hashcdc.{model} " in line for line in lines), (
+            f"the run finished {model} before the kill: the crash point was missed\n{text}"
+        )
+        # A commit is atomic: the state holds one date whole (the history's kill comes
+        # after the state's commit).
+        assert read_current(spark, root) in (day_1_state, expected_current), model
+
+    rerun = hashcdc_run(root, env, DATES[1])
+    output, _ = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, output
+
+    assert read_current(spark, root) == expected_current
     assert read_partition(spark, root, f"{TABLE}_history", DATES[1]) == sorted(
         (v.row["id"], v.row["name"], v.row["city"], v.row["score"], v.operation)
         for v in expected_history

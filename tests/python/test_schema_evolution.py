@@ -17,6 +17,7 @@ from typing import Any
 from feed_events import Event, create, delete, feed_config, json_lines, update
 
 from hashcdc.cli import main
+from hashcdc.versions import applied_versions
 
 DATES = ["2024-03-01", "2024-03-02", "2024-03-03", "2024-03-04"]
 ADDED, REMOVED = DATES[2], DATES[3]
@@ -146,11 +147,17 @@ def assert_replay_rebuilds(project: Any, name: str, *relations: str) -> None:
 
 
 def counts(project: Any, name: str, business_date: str) -> dict[str, int]:
-    rows = project.rows(
-        f"select operation, count(*) as n from {name}_state "
-        f"where business_date = date'{business_date}' group by operation"
+    """The operation counts the date's commit recorded in the state's W row."""
+    [applied] = [
+        a
+        for a in applied_versions(project.spark, f"{name}_state")
+        if a.business_date == business_date
+    ]
+    [row] = project.rows(
+        f"select operation_counts as c from {name}_state version as of {applied.version} "
+        "where operation = 'W'"
     )
-    return {r["operation"]: r["n"] for r in rows}
+    return {op: n for op, n in row["c"].items() if op in ("I", "U", "D", "X", "N") and n}
 
 
 def updated_ids(project: Any, name: str, business_date: str) -> list[int]:
@@ -371,21 +378,19 @@ def test_narrowing_is_refused_and_a_killed_rewrite_is_finished(project: Any, cap
     assert f"hashcdc.{name}_state: column 'qty': bigint to int narrows the column" in out
     assert "Add a new column instead" in out and "nothing was written" in out
     assert column_types(project, f"{name}_state")["qty"] == "bigint"
-    assert [
-        r["d"] for r in project.rows(f"select distinct string(business_date) d from {name}_state")
-    ] == [DATES[0]]
+    assert [a.business_date for a in applied_versions(project.spark, f"{name}_state")] == [DATES[0]]
 
-    # A run killed while rewriting the state for a widening: the state renamed aside and
-    # its copy complete; and a partial copy of the history. The next run finishes both.
-    state, history = f"hashcdc.{name}_state", f"hashcdc.{name}_history"
+    # A run killed while rewriting the history for a widening: the history renamed aside
+    # and its copy complete; and a partial copy of the changelog. The next run finishes
+    # both (the state, a Delta table, is rewritten in one commit).
+    history, changelog = f"hashcdc.{name}_history", f"hashcdc.{name}_changelog"
     spark = project.spark
-    spark.sql(f"alter table {state} rename to {state}__hashcdc_retired")
+    spark.sql(f"alter table {history} rename to {history}__hashcdc_retired")
     spark.sql(
-        f"create table {state}__hashcdc_rewrite using parquet partitioned by (business_date) "
-        f"tblproperties ('hashcdc.hash_version' = '2') "
-        f"as select * from {state}__hashcdc_retired"
+        f"create table {history}__hashcdc_rewrite using parquet partitioned by (business_date) "
+        f"as select * from {history}__hashcdc_retired"
     )
-    spark.sql(f"create table {history}__hashcdc_rewrite as select * from {history} where false")
+    spark.sql(f"create table {changelog}__hashcdc_rewrite as select * from {changelog} where false")
     project.add_table(
         simple_config(
             name, [{"name": "id", "type": "bigint", "key": True}, columns[1]], changelog=True
@@ -393,12 +398,12 @@ def test_narrowing_is_refused_and_a_killed_rewrite_is_finished(project: Any, cap
     )
     capsys.readouterr()
     assert cli(project, "run", "--date", DATES[1], "--select", name) != 0
-    assert f"a run was killed while {state} was being rewritten" in capsys.readouterr().out
+    assert f"a run was killed while {history} was being rewritten" in capsys.readouterr().out
     assert cli(project, "run", "--date", DATES[1], "--select", name) == 0
     for leftover in (
-        "_state__hashcdc_retired",
-        "_state__hashcdc_rewrite",
+        "_history__hashcdc_retired",
         "_history__hashcdc_rewrite",
+        "_changelog__hashcdc_rewrite",
     ):
         assert not spark.catalog.tableExists(f"hashcdc.{name}{leftover}")
     assert column_types(project, f"{name}_state")["id"] == "bigint"
@@ -501,7 +506,8 @@ def test_a_change_feeds_sensitive_columns_have_their_own_state(project: Any) -> 
         assert cli(project, "run", "--date", business_date, "--select", name) == 0
     main_ops = project.rows(
         f"select id, operation from {name}_state where business_date = date'{DATES[1]}' "
-        "and operation in ('I', 'U', 'N', 'D')"
+        f"and operation in ('I', 'U', 'N') union all select id, operation from {name}_history "
+        f"where business_date = date'{DATES[1]}' and operation = 'D'"
     )
     assert sorted((r["id"], r["operation"]) for r in main_ops) == [(1, "N"), (2, "D")]
     sensitive_ops = project.rows(

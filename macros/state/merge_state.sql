@@ -1,0 +1,47 @@
+{% macro hashcdc__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
+    {#- dbt-spark's `merge` strategy, for the state models (config hashcdc_state=true):
+        merge_state; any other merge model gets dbt-spark's own. -#}
+    {%- if config.get('hashcdc_state') -%}
+        {{ return(hashcdc.merge_state(target, source)) }}
+    {%- endif -%}
+    {{ return(spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates)) }}
+{% endmacro %}
+
+
+{% macro merge_state(target, source) %}
+{#- Apply a date's rows (cdc_state, cdc_feed_state) to the state in one commit. Data rows
+    match by keyhash, bookkeeping rows (W, and a feed's A rows by event id) among
+    themselves. D deletes a key and `a` an A row; X marks a kept key (operation and date
+    only); N with the same hash records that the key was supplied (operation and dates;
+    the payload stays, as in the article); anything else replaces the row or adds it. -#}
+{%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
+{%- set touched = ['operation', 'business_date', 'seen_date'] + (
+    ['event_sequence'] if 'event_sequence' in columns else []) -%}
+merge into {{ target }} as target
+using {{ source }} as source
+on
+    target.keyhash <=> source.keyhash
+    and (target.operation in ('W', 'A')) = (source.operation in ('W', 'A', 'a'))
+    and (target.operation != 'A' or target.nonkeyhash = source.nonkeyhash)
+when matched and source.operation in ('D', 'a') then delete
+when matched and source.operation = 'X' then update set
+    target.operation = source.operation,
+    target.business_date = source.business_date
+when matched and source.operation = 'N' and target.nonkeyhash <=> source.nonkeyhash then update set
+    {%- for column in touched %}
+    target.{{ adapter.quote(column) }} = source.{{ adapter.quote(column) }}{{ ',' if not loop.last }}
+    {%- endfor %}
+when matched then update set
+    {%- for column in columns %}
+    target.{{ adapter.quote(column) }} = source.{{ adapter.quote(column) }}{{ ',' if not loop.last }}
+    {%- endfor %}
+when not matched and source.operation not in ('D', 'a', 'X') then insert (
+    {%- for column in columns %}
+    {{ adapter.quote(column) }}{{ ',' if not loop.last }}
+    {%- endfor %}
+) values (
+    {%- for column in columns %}
+    source.{{ adapter.quote(column) }}{{ ',' if not loop.last }}
+    {%- endfor %}
+)
+{% endmacro %}

@@ -1,0 +1,35 @@
+{% macro prepare_state_commit(state) %}
+    {#- Pre-hook of a state model: the date's commit will carry the business date in
+        Delta's userMetadata (hashcdc/versions.py). A date the state already holds (a
+        re-run, or a replay) is first undone: the state is restored to the version of the
+        date before it, or emptied when there is none, so the date is applied again to
+        the state it was computed from. -#}
+    {%- if not execute or not hashcdc._is_writing_command() or load_relation(state) is none -%}
+        {{ return(hashcdc._commit_metadata_setting(hashcdc.business_date())) }}
+    {%- endif -%}
+    {%- set business_date = hashcdc.business_date() -%}
+    {%- set applied = hashcdc.applied_state_versions(state) -%}
+    {%- if applied and applied[-1].business_date >= business_date -%}
+        {%- set previous = hashcdc.previous_state(state, business_date) -%}
+        {%- if previous is not none -%}
+            {%- do run_query('restore table ' ~ state ~ ' to version as of ' ~ previous.version) -%}
+        {%- else -%}
+            {%- do run_query(hashcdc._commit_metadata_setting(business_date, reset=true)) -%}
+            {%- do run_query('delete from ' ~ state) -%}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return(hashcdc._commit_metadata_setting(business_date)) }}
+{% endmacro %}
+
+
+{% macro _commit_metadata_setting(business_date, reset=false) %}
+    {#- The `set` statement that tags the session's next Delta commits with the date. -#}
+    {{ return('set spark.databricks.delta.commitInfo.userMetadata = '
+        ~ adapter.hashcdc_commit_metadata(business_date, reset)) }}
+{% endmacro %}
+
+
+{% macro end_state_commit() %}
+    {#- Post-hook of a state model: later commits of the session carry no business date. -#}
+    {{ return('reset spark.databricks.delta.commitInfo.userMetadata') }}
+{% endmacro %}
