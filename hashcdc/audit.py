@@ -42,8 +42,13 @@ def console() -> Console:
 
 def audit_table(project_dir: Path) -> str:
     """The audit table's name: ``vars.hashcdc_audit_table`` of ``dbt_project.yml``."""
+    return str(project_var(project_dir, AUDIT_TABLE_VAR))
+
+
+def project_var(project_dir: Path, name: str) -> object:
+    """A var of the project's ``dbt_project.yml``."""
     project = yaml.safe_load((project_dir / "dbt_project.yml").read_text(encoding="utf-8"))
-    return str(project["vars"][AUDIT_TABLE_VAR])
+    return project["vars"][name]
 
 
 def _exists(spark: Any, table: str) -> bool:

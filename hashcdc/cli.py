@@ -140,6 +140,35 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_compact(args: argparse.Namespace) -> int:
+    """Compact the states (OPTIMIZE) and drop the files of versions no longer kept."""
+    from hashcdc.audit import project_var
+    from hashcdc.maintenance import compact
+    from hashcdc.upgrade import state_tables
+
+    project_dir = find_project_dir(args.project_dir)
+    configs = load_table_configs(project_dir / "tables")
+    names = set(args.select or [t.name for t in configs])
+    kept = int(str(project_var(project_dir, "hashcdc_state_snapshots_kept")))
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    schema = profile_output(project_dir, args.target)["schema"]
+    with table_locks(spark, sorted(names)):
+        for table in (t for t in configs if t.name in names):
+            for state in state_tables(schema, table):
+                done = compact(spark, state, kept)
+                if done is None:
+                    continue
+                kept_text = (
+                    f"; dates before {done.kept_since} no longer kept" if done.kept_since else ""
+                )
+                print(
+                    f"{state}: {done.files_removed} file(s) compacted into "
+                    f"{done.files_added}{kept_text}"
+                )
+    return 0
+
+
 def _cmd_drop(args: argparse.Namespace) -> int:
     """Remove a table: its config and generated models, and (confirmed) its relations."""
     project_dir = find_project_dir(args.project_dir)
@@ -518,6 +547,11 @@ def _cmd_query(args: argparse.Namespace) -> int:
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
+    if args.as_of:
+        from hashcdc.versions import as_of_views
+
+        schema = profile_output(project_dir, args.target)["schema"]
+        as_of_views(spark, schema, args.as_of)
     frame = spark.sql(args.sql)
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(frame.columns)
@@ -711,6 +745,12 @@ def build_parser() -> argparse.ArgumentParser:
     query = sub.add_parser("query", help="run Spark SQL; CSV with a header on stdout")
     query.add_argument("sql")
     query.add_argument("--target", help="profile target (default: local)")
+    query.add_argument(
+        "--as-of",
+        type=_date,
+        metavar="DATE",
+        help="read the tables as they were after this business date (the states' versions)",
+    )
 
     gen_data = sub.add_parser("datagen", help="generate synthetic daily extracts + table config")
     gen_data.add_argument("--table", default="synthetic", help="table name")
@@ -760,6 +800,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     upgrade.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
     upgrade.add_argument("--target", help="profile target (default: local)")
+
+    compact_parser = sub.add_parser(
+        "compact",
+        help="compact the states' files and apply their retention (Delta OPTIMIZE, VACUUM)",
+    )
+    compact_parser.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    compact_parser.add_argument("--target", help="profile target (default: local)")
 
     bench_parser = sub.add_parser(
         "bench", help="benchmark the days of four cases against the copy floor and a peer"
@@ -811,6 +858,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "run": _cmd_run,
         "replay": _cmd_replay,
         "upgrade": _cmd_upgrade,
+        "compact": _cmd_compact,
         "query": _cmd_query,
         "datagen": _cmd_datagen,
         "bench": _cmd_bench,

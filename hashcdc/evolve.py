@@ -38,7 +38,7 @@ from pyspark.sql.types import StructType
 from hashcdc.config import ColumnConfig, TableConfig, type_change_problem
 from hashcdc.errors import ConfigError, HashcdcError
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
-from hashcdc.versions import applied_versions, state_properties
+from hashcdc.versions import applied_versions, is_delta, state_properties
 
 # hashcdc's own columns a table kind carries besides the configured ones (name -> type),
 # added to tables written by an earlier release.
@@ -213,7 +213,7 @@ def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
         )
     for plan in plans:
         # The rewrite copies the columns the table has; the new ones are added after it.
-        if plan.rewrite and _is_delta(spark, plan.table):
+        if plan.rewrite and is_delta(spark, plan.table):
             _replace_delta(spark, plan.table, plan.rewrite)
         elif plan.rewrite:
             _rewrite(spark, plan.table, plan.rewrite)
@@ -324,12 +324,6 @@ def _image_expression(
         parts.append(f"'{column.name}', {value}")
     # A null image (an insert's before image) stays null.
     return f"if(`{name}` is null, null, named_struct({', '.join(parts)})) as `{name}`"
-
-
-def _is_delta(spark: SparkSession, table: str) -> bool:
-    """Whether a table is a Delta table (the states) rather than parquet."""
-    details = {row[0]: row[1] for row in spark.sql(f"describe table extended {table}").collect()}
-    return str(details.get("Provider", "")).lower() == "delta"
 
 
 def _replace_delta(spark: SparkSession, table: str, select: list[str]) -> None:

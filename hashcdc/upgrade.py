@@ -22,15 +22,10 @@ from hashcdc.config import TableConfig
 from hashcdc.dates import partition_dates
 from hashcdc.evolve import RETIRED_SUFFIX, REWRITE_SUFFIX, own_properties
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
-from hashcdc.versions import commit_metadata, state_properties
+from hashcdc.versions import commit_metadata, is_delta, state_properties
 
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 LIVE_OPERATIONS = ("I", "U", "N", "X")
-
-
-def _provider(spark: Any, table: str) -> str:
-    details = {row[0]: row[1] for row in spark.sql(f"describe table extended {table}").collect()}
-    return str(details.get("Provider", "")).lower()
 
 
 def state_tables(schema: str, table: TableConfig) -> list[str]:
@@ -53,7 +48,7 @@ def upgrade_state(spark: Any, state: str) -> str | None:
 
     None when there is nothing to do: the table is missing or already a Delta table.
     """
-    if not spark.catalog.tableExists(state) or _provider(spark, state) == "delta":
+    if not spark.catalog.tableExists(state) or is_delta(spark, state):
         return None
     dates = partition_dates(spark, state)
     if not dates:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 BUSINESS_DATE_KEY = "hashcdc_business_date"
+# The oldest date whose version retention keeps (hashcdc.maintenance).
+KEPT_SINCE_PROPERTY = "hashcdc.kept_since"
 RESET_KEY = "hashcdc_reset"
 
 
@@ -74,9 +76,19 @@ def applied_from_history(history: list[dict[str, Any]]) -> list[DateVersion]:
 
 
 def applied_versions(spark: Any, table: str) -> list[DateVersion]:
-    """The dates ``table`` holds now, in order, each with the version that applied it."""
+    """The dates ``table`` holds now, in order, each with the version that applied it.
+
+    Dates before the table's ``hashcdc.kept_since`` (retention: ``hashcdc compact``) are
+    left out: their versions' files are gone.
+    """
+    if not is_delta(spark, table):
+        return []  # a parquet state of an earlier release (hashcdc.upgrade converts it)
     rows = spark.sql(f"describe history {table}").collect()
-    return applied_from_history([row.asDict() for row in rows])
+    applied = applied_from_history([row.asDict() for row in rows])
+    kept_since = {row[0]: row[1] for row in spark.sql(f"show tblproperties {table}").collect()}.get(
+        KEPT_SINCE_PROPERTY
+    )
+    return [a for a in applied if not kept_since or a.business_date >= kept_since]
 
 
 def version_as_of(applied: list[DateVersion], business_date: str) -> DateVersion | None:
@@ -89,3 +101,54 @@ def version_before(applied: list[DateVersion], business_date: str) -> DateVersio
     """The version that holds the state of the latest date before ``business_date``."""
     earlier = [a for a in applied if a.business_date < business_date]
     return earlier[-1] if earlier else None
+
+
+def is_delta(spark: Any, table: str) -> bool:
+    """Whether a table is a Delta table (the states) rather than parquet."""
+    details = {row[0]: row[1] for row in spark.sql(f"describe table extended {table}").collect()}
+    return str(details.get("Provider", "")).lower() == "delta"
+
+
+def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -> list[str]:
+    """Temporary views that show the schema's tables as they were after ``business_date``.
+
+    Each state (a Delta table) is read at the version that applied the latest date on or
+    before it; each table with a ``business_date`` column (histories, rejects, changelogs)
+    keeps the rows of dates up to it; each view (current, scd2) is defined again over
+    those. Unqualified names then resolve to them in the session (``hashcdc query
+    --as-of``); the tables themselves are untouched. ``prefix``: only the relations whose
+    name starts with it. Returns the names shadowed.
+    """
+    shadowed: dict[str, str] = {}
+    views: list[str] = []
+    for table in spark.catalog.listTables(schema):
+        if table.isTemporary or not table.name.startswith(prefix):
+            continue
+        qualified = f"{schema}.{table.name}"
+        if table.tableType == "VIEW":
+            views.append(table.name)
+        elif table.name.endswith("_state") and is_delta(spark, qualified):
+            applied = version_as_of(applied_versions(spark, qualified), business_date)
+            shadowed[table.name] = (
+                f"select * from {qualified} version as of {applied.version}"
+                if applied
+                else f"select * from {qualified} where false"
+            )
+        elif "business_date" in {c.name for c in spark.catalog.listColumns(qualified)}:
+            shadowed[table.name] = (
+                f"select * from {qualified} where business_date <= date'{business_date}'"
+            )
+    for name, select in shadowed.items():
+        spark.sql(f"create or replace temporary view `{name}` as {select}")
+    for name in views:
+        text = _view_text(spark, f"{schema}.{name}")
+        for base in shadowed:
+            for written in (f"`{schema}`.`{base}`", f"{schema}.{base}"):
+                text = text.replace(written, f"`{base}`")
+        spark.sql(f"create or replace temporary view `{name}` as {text}")
+    return sorted([*shadowed, *views])
+
+
+def _view_text(spark: Any, view: str) -> str:
+    details = {row[0]: row[1] for row in spark.sql(f"describe table extended {view}").collect()}
+    return str(details["View Text"])

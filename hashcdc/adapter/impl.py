@@ -74,14 +74,19 @@ class HashcdcAdapter(SparkAdapter):
     def hashcdc_applied_versions(self, relation: BaseRelation) -> list[dict[str, Any]]:
         """The business dates a state table holds, each with the version that applied it.
 
-        Read from the table's Delta log (:func:`hashcdc.versions.applied_versions`).
+        Read from the table's Delta log (:func:`hashcdc.versions.applied_versions`); none
+        when the table does not exist (yet).
         """
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.getActiveSession()
+        # The process's session, from any of dbt's threads (the active one is per thread).
+        spark = SparkSession.builder.getOrCreate()
+        table = f"{relation.schema}.{relation.identifier}"
+        if not spark.catalog.tableExists(table):
+            return []
         return [
             {"version": applied.version, "business_date": applied.business_date}
-            for applied in applied_versions(spark, f"{relation.schema}.{relation.identifier}")
+            for applied in applied_versions(spark, table)
         ]
 
     @available

@@ -35,7 +35,7 @@
     {#- The business dates a state table holds, in order, each with the Delta version that
         applied it (from the table's log: hashcdc/versions.py); empty before the first run
         and at parse time. -#}
-    {%- if not execute or state is none or load_relation(state) is none -%}
+    {%- if not execute or state is none -%}
         {{ return([]) }}
     {%- endif -%}
     {{ return(adapter.hashcdc_applied_versions(state)) }}

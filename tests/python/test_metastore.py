@@ -166,6 +166,8 @@ def test_a_second_command_at_any_moment_of_the_first_gets_one_line(tmp_path: Pat
             assert f"is in use by process {first.pid} (hashcdc " in lines[0], lines[0]
             assert "query select count(distinct" in lines[0]
             refused_at.append(offset)
+        # The first's end, before dbt's own end is waited for.
+        duration = time.monotonic() - started
         out, err = first.communicate(timeout=60)
         assert first.returncode == 0 and out.split() == ["n", "10000000"], err[-3000:]
         assert dbt_run is not None, "the first command ended within 3 s"
@@ -176,7 +178,6 @@ def test_a_second_command_at_any_moment_of_the_first_gets_one_line(tmp_path: Pat
                 process.kill()
     assert dbt_run.returncode != 0 and "Traceback" not in dbt_output, dbt_output[-3000:]
     assert f"is in use by process {first.pid} (hashcdc " in dbt_output, dbt_output[-3000:]
-    duration = time.monotonic() - started
     # Refused from the first second to the end of the first's run.
     assert refused_at[0] < 1 and refused_at[-1] > duration - 10, (refused_at, duration)
     assert len(refused_at) >= 10, refused_at

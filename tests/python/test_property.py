@@ -1,11 +1,14 @@
 """Oracle property test: random sequences of daily extracts through the real pipeline.
 
-Hypothesis draws 3-5 daily extracts (all full or all delta) over a small key space, so
+Hypothesis draws 5 daily extracts (all full or all delta) over a small key space, so
 keys are inserted, updated, left unchanged, deleted (or not supplied) and re-inserted;
 values include nulls, empty strings, unicode, delimiters, quotes and line breaks, and
 numbers written differently but equal after casting ("1.5" and "1.50", "-0.0" and "0").
-After every date, every row of current and history must equal the pure-Python oracle.
-The examples are derandomized so that CI runs the same ones every time.
+It also draws after which dates the state is compacted (OPTIMIZE, then retention keeping
+2 or 7 dates). After every date, every row of current and history must equal the
+pure-Python oracle; at the end, the tables read as of each date the state still keeps
+(time travel) equal the oracle of that date. The examples are derandomized so that CI runs
+the same ones every time.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from conftest import csv_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import apply_extract
+
+from hashcdc.maintenance import compact
+from hashcdc.versions import applied_versions, as_of_views
 
 COLUMNS = ["k", "tag", "name", "amount", "score"]
 KEYS = ["k", "tag"]
@@ -40,7 +46,12 @@ _table_numbers = itertools.count()
 
 row_values = st.tuples(st.sampled_from(NAMES), st.sampled_from(AMOUNTS), st.sampled_from(SCORES))
 extract = st.dictionaries(st.sampled_from(KEY_SPACE), row_values, max_size=len(KEY_SPACE))
-scenario = st.tuples(st.sampled_from(["full", "delta"]), st.lists(extract, min_size=3, max_size=5))
+scenario = st.tuples(
+    st.sampled_from(["full", "delta"]),
+    st.lists(extract, min_size=5, max_size=5),
+    st.lists(st.booleans(), min_size=5, max_size=5),
+    st.sampled_from([2, 7]),
+)
 
 
 def comparable(rows: list[dict[str, Any]]) -> list[tuple]:
@@ -58,16 +69,16 @@ def comparable(rows: list[dict[str, Any]]) -> list[tuple]:
 
 
 @settings(
-    max_examples=4,
+    max_examples=3,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(scenario)
 def test_random_extract_sequences_match_the_oracle(
-    project: Any, drawn: tuple[str, list[dict]]
+    project: Any, drawn: tuple[str, list[dict], list[bool], int]
 ) -> None:
-    extract_type, extracts = drawn
+    extract_type, extracts, compactions, kept_dates = drawn
     name = f"prop_{next(_table_numbers)}_{extract_type}"
     project.add_table(
         {
@@ -85,7 +96,8 @@ def test_random_extract_sequences_match_the_oracle(
         }
     )
     state: dict = {}
-    for business_date, rows in zip(DATES, extracts, strict=False):
+    currents: dict[str, list[tuple]] = {}
+    for business_date, rows, compacted in zip(DATES, extracts, compactions, strict=False):
         cells = [
             [k, tag, name_value, amount[0], score[0]]
             for (k, tag), (name_value, amount, score) in sorted(rows.items())
@@ -113,3 +125,21 @@ def test_random_extract_sequences_match_the_oracle(
             f"select * from {name}_history where business_date = date'{business_date}'"
         )
         assert comparable(history_rows) == comparable(expected_history), business_date
+        currents[business_date] = comparable(expected_current)
+        if compacted:
+            compact(project.spark, f"{name}_state", kept_dates)
+
+    # Retention keeps the versions of the latest kept_dates dates of each compaction.
+    kept_from = max(
+        [0] + [i + 1 - kept_dates for i, compacted in enumerate(compactions) if compacted]
+    )
+    kept = [v.business_date for v in applied_versions(project.spark, f"{name}_state")]
+    assert kept == DATES[kept_from:5]
+    for business_date in kept:
+        shadowed = as_of_views(project.spark, "hashcdc", business_date, prefix=f"{name}_")
+        try:
+            as_of = comparable(project.rows(f"select * from {name}_current"))
+        finally:
+            for view in shadowed:
+                project.spark.catalog.dropTempView(view)
+        assert as_of == currents[business_date], f"as of {business_date}"

@@ -1,0 +1,74 @@
+"""``hashcdc compact``: compaction and retention of the states, through Delta Lake.
+
+A date's MERGE adds a few small files and deletion vectors; reads stay fast for many
+dates (docs/performance.md), and compaction rewrites them into large files: ``OPTIMIZE``,
+one commit that changes no row, so time travel and reruns are unaffected. Retention then
+removes the files no kept version needs: the versions of the latest
+``hashcdc_state_snapshots_kept`` dates (dbt_project.yml) stay readable and restorable
+(a rerun of the latest date restores the one before it), older ones are ``VACUUM``-ed. The
+oldest date kept is recorded as the table property ``hashcdc.kept_since``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from hashcdc.versions import KEPT_SINCE_PROPERTY, applied_versions, is_delta
+
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What compaction did to one state table."""
+
+    table: str
+    files_removed: int
+    files_added: int
+    kept_since: str | None
+
+
+def _commit_times(spark: Any, table: str) -> dict[int, dt.datetime]:
+    rows = spark.sql(f"describe history {table}").select("version", "timestamp").collect()
+    return {int(row["version"]): row["timestamp"] for row in rows}
+
+
+def retain(spark: Any, table: str, kept_dates: int) -> str | None:
+    """Remove the files only versions older than the latest ``kept_dates`` dates need.
+
+    Returns the oldest date kept (None when the table holds no more dates than that).
+    """
+    applied = applied_versions(spark, table)
+    if len(applied) <= kept_dates:
+        return None
+    oldest_kept = applied[-kept_dates]
+    committed = _commit_times(spark, table)[oldest_kept.version]
+    now = dt.datetime.now(committed.tzinfo) if committed.tzinfo else dt.datetime.now()
+    # Whole hours, one more than needed: a file the oldest kept version reads is kept.
+    hours = max(0, math.ceil((now - committed).total_seconds() / 3600) + 1)
+    previous = spark.conf.get(RETENTION_CHECK, "true")
+    spark.conf.set(RETENTION_CHECK, "false")
+    try:
+        spark.sql(f"vacuum {table} retain {hours} hours").collect()
+    finally:
+        spark.conf.set(RETENTION_CHECK, previous)
+    spark.sql(
+        f"alter table {table} set tblproperties "
+        f"('{KEPT_SINCE_PROPERTY}' = '{oldest_kept.business_date}')"
+    )
+    return oldest_kept.business_date
+
+
+def compact(spark: Any, table: str, kept_dates: int) -> Compacted | None:
+    """OPTIMIZE a state, then apply retention; None when the table is not a Delta state."""
+    if not spark.catalog.tableExists(table) or not is_delta(spark, table):
+        return None
+    [result] = spark.sql(f"optimize {table}").collect()
+    metrics = result["metrics"]
+    kept_since = retain(spark, table, kept_dates)
+    return Compacted(
+        table, int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"]), kept_since
+    )
