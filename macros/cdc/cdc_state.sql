@@ -55,6 +55,25 @@ previous_state as (
             'business_date': 'date'}) }}
 ),
 
+{%- if extract_type == 'delta' %}
+
+supplied_previous_state as (
+    {#- A delta changes only the keys it supplies: the state is scanned for those (the
+        delta's keys are broadcast when small), not shuffled whole; the keys it does not
+        supply (X) are counted from the previous W row. #}
+    select previous_state.*
+    from previous_state
+    left semi join incoming
+        on previous_state.keyhash = incoming.keyhash
+),
+
+previous_counts as (
+    {{- hashcdc._previous_snapshot(
+        this, previous, 'incoming', [], typed_extras={'operation_counts': 'map<string, bigint>'},
+        operations=['W']) }}
+),
+{%- endif %}
+
 compared as (
     select {{ "/*+ broadcast(rejected_keys) */" if extract_type == 'full' }}
         incoming.keyhash as incoming_keyhash,
@@ -75,7 +94,11 @@ compared as (
             {{ hashcdc._column_list(columns, 'previous_state', indent=12) }}
         ) as previous_row
     from incoming
+    {%- if extract_type == 'delta' %}
+    full outer join supplied_previous_state as previous_state
+    {%- else %}
     full outer join previous_state
+    {%- endif %}
         on incoming.keyhash = previous_state.keyhash
     {%- if extract_type == 'full' %}
     left join rejected_keys
@@ -132,7 +155,14 @@ written as (
 ),
 
 operation_counts as (
+    {%- if extract_type == 'delta' %}
+    {{ hashcdc._operation_counts(
+        'operations_tagged', 'previous_nonkeyhash',
+        previous_rows="(select coalesce(max(operation_counts['state_rows_before']"
+            ~ " + operation_counts['I'] - operation_counts['D']), 0) from previous_counts)") }}
+    {%- else %}
     {{ hashcdc._operation_counts('operations_tagged', 'previous_nonkeyhash') }}
+    {%- endif %}
 ),
 
 final as (
@@ -178,17 +208,26 @@ select * from final
 {% endmacro %}
 
 
-{% macro _operation_counts(tagged, previous_hash_column) %}
+{% macro _operation_counts(tagged, previous_hash_column, previous_rows=none) %}
     {#- One row, one column `counts`: the date's rows per operation, and the rows of the
-        previous state (those with a previous hash), as the W row records them. -#}
+        previous state (those with a previous hash), as the W row records them.
+        previous_rows: an expression of the previous state's rows, when `tagged` holds
+        only the keys the date supplied (a delta): X is then the rest. -#}
+    {%- if previous_rows is none -%}
+        {%- set not_supplied = "count_if(operation = 'X')" -%}
+        {%- set before = 'count(' ~ previous_hash_column ~ ')' -%}
+    {%- else -%}
+        {%- set not_supplied = previous_rows ~ " - count_if(operation in ('U', 'N', 'D'))" -%}
+        {%- set before = previous_rows -%}
+    {%- endif %}
     select
         map(
             'I', count_if(operation = 'I'),
             'U', count_if(operation = 'U'),
             'D', count_if(operation = 'D'),
-            'X', count_if(operation = 'X'),
+            'X', {{ not_supplied }},
             'N', count_if(operation = 'N'),
-            'state_rows_before', count({{ previous_hash_column }})
+            'state_rows_before', {{ before }}
         ) as counts
     from {{ tagged }}
 {% endmacro %}
