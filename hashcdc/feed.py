@@ -578,7 +578,7 @@ class PriorSnapshot:
         previous = version_before(applied_versions(spark, state), date)
         if previous is None:
             return cls(None)
-        return cls(spark.sql(f"select * from {state} version as of {previous.version}"))
+        return cls(spark.sql(f"select * from {state} version as of {previous.last_version}"))
 
     def watermark(self) -> DataFrame | None:
         """One row: ``_watermark`` and ``_applied_at_watermark`` (how many ``A`` rows)."""

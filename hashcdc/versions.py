@@ -36,10 +36,16 @@ def state_properties(hash_version: int) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class DateVersion:
-    """A version of a state table and the business date its commit applied."""
+    """A version of a state table and the business date its commit applied.
+
+    ``last_version`` is the latest version that still holds that date: commits without
+    a date that followed it (a column added, a compaction, a restore to it) are part of
+    it, so a date is read and restored with the table's schema as it is now.
+    """
 
     version: int
     business_date: str
+    last_version: int
 
 
 def commit_metadata(business_date: str, reset: bool = False) -> str:
@@ -62,17 +68,20 @@ def _metadata(text: str | None) -> dict[str, Any]:
 
 def applied_from_history(history: list[dict[str, Any]]) -> list[DateVersion]:
     """The dates a table holds, from its commits (``describe history`` rows, any order)."""
-    applied: list[DateVersion] = []
-    for commit in sorted(history, key=lambda row: int(row["version"])):
+    applied: list[tuple[int, str]] = []
+    commits = sorted(history, key=lambda row: int(row["version"]))
+    for commit in commits:
         metadata = _metadata(commit.get("userMetadata"))
         if commit.get("operation") == "RESTORE":
             restored = int((commit.get("operationParameters") or {}).get("version", -1))
-            applied = [a for a in applied if a.version <= restored]
+            applied = [a for a in applied if a[0] <= restored]
         elif metadata.get(RESET_KEY):
             applied = []
         elif BUSINESS_DATE_KEY in metadata:
-            applied.append(DateVersion(int(commit["version"]), str(metadata[BUSINESS_DATE_KEY])))
-    return applied
+            applied.append((int(commit["version"]), str(metadata[BUSINESS_DATE_KEY])))
+    latest = int(commits[-1]["version"]) if commits else -1
+    ends = [version - 1 for version, _ in applied[1:]] + [latest]
+    return [DateVersion(v, d, end) for (v, d), end in zip(applied, ends, strict=True)]
 
 
 def applied_versions(spark: Any, table: str) -> list[DateVersion]:
@@ -130,7 +139,7 @@ def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -
         elif table.name.endswith("_state") and is_delta(spark, qualified):
             applied = version_as_of(applied_versions(spark, qualified), business_date)
             shadowed[table.name] = (
-                f"select * from {qualified} version as of {applied.version}"
+                f"select * from {qualified} version as of {applied.last_version}"
                 if applied
                 else f"select * from {qualified} where false"
             )
@@ -152,3 +161,20 @@ def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -
 def _view_text(spark: Any, view: str) -> str:
     details = {row[0]: row[1] for row in spark.sql(f"describe table extended {view}").collect()}
     return str(details["View Text"])
+
+
+def restore(spark: Any, table: str, version: int) -> None:
+    """Restore a state to ``version``, keeping the columns added since (none are lost).
+
+    A rerun or a replay restores the state the date was computed from; a column the
+    config added after that version stays (null, as for every date before it), since the
+    date's rows are computed with it.
+    """
+    columns_now = {f.name: f.dataType.simpleString() for f in spark.table(table).schema}
+    spark.sql(f"restore table {table} to version as of {version}")
+    restored = {f.name for f in spark.table(table).schema}
+    lost = [
+        f"`{name}` {data_type}" for name, data_type in columns_now.items() if name not in restored
+    ]
+    if lost:
+        spark.sql(f"alter table {table} add columns ({', '.join(lost)})")

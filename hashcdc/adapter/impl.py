@@ -19,7 +19,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import BUSINESS_DATE_ENV
-from hashcdc.versions import applied_versions, commit_metadata
+from hashcdc.versions import applied_versions, commit_metadata, restore
 
 # Listing a schema while another process replaces one of its tables: tries, then a
 # slower listing that tolerates it.
@@ -85,9 +85,23 @@ class HashcdcAdapter(SparkAdapter):
         if not spark.catalog.tableExists(table):
             return []
         return [
-            {"version": applied.version, "business_date": applied.business_date}
+            {
+                "version": applied.version,
+                "business_date": applied.business_date,
+                "last_version": applied.last_version,
+            }
             for applied in applied_versions(spark, table)
         ]
+
+    @available
+    def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:
+        """Restore a state to ``version`` (:func:`hashcdc.versions.restore`); returns ''."""
+        from pyspark.sql import SparkSession
+
+        restore(
+            SparkSession.builder.getOrCreate(), f"{relation.schema}.{relation.identifier}", version
+        )
+        return ""
 
     @available
     def hashcdc_commit_metadata(self, business_date: str, reset: bool = False) -> str:

@@ -15,7 +15,7 @@
         select /*+ shuffle_hash(incoming) */
             count(*),
             count_if(incoming.keyhash is null)
-        from {{ state }} version as of {{ previous.version }} as previous_state
+        from {{ state }} version as of {{ previous.last_version }} as previous_state
         left join (
             select keyhash from {{ incoming }}
             where business_date = date'{{ business_date }}'

@@ -21,7 +21,7 @@
     from {{ empty_like }}
     where false
     {%- else %}
-    from {{ state }} version as of {{ previous.version }}
+    from {{ state }} version as of {{ previous.last_version }}
     where operation in ('{{ operations | join("', '") }}')
     {%- endif %}
 {%- endmacro %}

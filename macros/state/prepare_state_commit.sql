@@ -12,7 +12,7 @@
     {%- if applied and applied[-1].business_date >= business_date -%}
         {%- set previous = hashcdc.previous_state(state, business_date) -%}
         {%- if previous is not none -%}
-            {%- do run_query('restore table ' ~ state ~ ' to version as of ' ~ previous.version) -%}
+            {%- do adapter.hashcdc_restore_state(state, previous.last_version) -%}
         {%- else -%}
             {%- do run_query(hashcdc._commit_metadata_setting(business_date, reset=true)) -%}
             {%- do run_query('delete from ' ~ state) -%}
