@@ -78,7 +78,6 @@ rules as (
         least(inserted + updated + unchanged, incoming_rows.row_count) as expected,
         inserted + updated + unchanged as actual
     from operation_counts cross join incoming_rows
-    union all
     {%- else %}
     select
         'loaded incoming rows = I + U + N' as rule,
