@@ -290,9 +290,7 @@ final as (
     from new_state
     union all
     select
-        {%- for column in state_columns %}
-        null as {{ adapter.quote(column) }},
-        {%- endfor %}
+        {{ hashcdc._null_columns(state_columns) }},
         keyhash,
         event_id as nonkeyhash,
         operation,

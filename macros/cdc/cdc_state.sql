@@ -178,9 +178,7 @@ final as (
     from written
     union all
     select
-        {%- for column in columns %}
-        null as {{ adapter.quote(column) }},
-        {%- endfor %}
+        {{ hashcdc._null_columns(columns) }},
         null as keyhash,
         null as nonkeyhash,
         'W' as operation,
@@ -192,6 +190,16 @@ final as (
 )
 
 select * from final
+{% endmacro %}
+
+
+{% macro _null_columns(columns) %}
+    {#- `null as <column>` for each column: a bookkeeping row's payload. -#}
+    {%- set nulls = [] -%}
+    {%- for column in columns -%}
+        {%- do nulls.append('null as ' ~ adapter.quote(column)) -%}
+    {%- endfor -%}
+    {{ return(nulls | join(',\n        ')) }}
 {% endmacro %}
 
 
