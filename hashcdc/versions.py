@@ -112,10 +112,14 @@ def version_before(applied: list[DateVersion], business_date: str) -> DateVersio
     return earlier[-1] if earlier else None
 
 
+def _details(spark: Any, relation: str) -> dict[str, Any]:
+    """A table's or view's ``describe table extended`` rows, by name."""
+    return {row[0]: row[1] for row in spark.sql(f"describe table extended {relation}").collect()}
+
+
 def is_delta(spark: Any, table: str) -> bool:
     """Whether a table is a Delta table (the states) rather than parquet."""
-    details = {row[0]: row[1] for row in spark.sql(f"describe table extended {table}").collect()}
-    return str(details.get("Provider", "")).lower() == "delta"
+    return str(_details(spark, table).get("Provider", "")).lower() == "delta"
 
 
 def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -> list[str]:
@@ -159,8 +163,7 @@ def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -
 
 
 def _view_text(spark: Any, view: str) -> str:
-    details = {row[0]: row[1] for row in spark.sql(f"describe table extended {view}").collect()}
-    return str(details["View Text"])
+    return str(_details(spark, view)["View Text"])
 
 
 def restore(spark: Any, table: str, version: int) -> None:
