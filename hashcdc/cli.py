@@ -156,16 +156,9 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     with table_locks(spark, sorted(names)):
         for table in (t for t in configs if t.name in names):
             for state in state_tables(schema, table):
+                print(f"{state}: compacting", flush=True)
                 done = compact(spark, state, kept)
-                if done is None:
-                    continue
-                kept_text = (
-                    f"; dates before {done.kept_since} no longer kept" if done.kept_since else ""
-                )
-                print(
-                    f"{state}: {done.files_removed} file(s) compacted into "
-                    f"{done.files_added}{kept_text}"
-                )
+                print(done.summary() if done else f"{state}: not a Delta state yet", flush=True)
     return 0
 
 
@@ -814,15 +807,23 @@ def build_parser() -> argparse.ArgumentParser:
     bench_parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
     bench_parser.add_argument(
         "--peer",
-        choices=["dbt-duckdb"],
+        choices=["dbt-duckdb", "dbt-spark"],
+        action="append",
         default=None,
-        help="also run the peer (a dbt snapshot on dbt-duckdb) over the same files",
+        help="also run a peer (a dbt snapshot on dbt-duckdb or dbt-spark) over the same files; "
+        "repeat for both",
     )
     bench_parser.add_argument(
         "--end-to-end-max-rows",
         type=int,
         default=1_000_000,
         help="time `hashcdc run` of day 2 in its own process for sizes up to this many rows",
+    )
+    bench_parser.add_argument(
+        "--week-days",
+        type=int,
+        default=7,
+        help="uncompacted 1%% delta days before reading `current`, then compacting (0: skip)",
     )
     bench_parser.add_argument("--output", type=Path, default=Path("bench_output"))
     bench_parser.add_argument(

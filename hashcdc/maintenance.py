@@ -7,6 +7,11 @@ removes the files no kept version needs: the versions of the latest
 ``hashcdc_state_snapshots_kept`` dates (dbt_project.yml) stay readable and restorable
 (a rerun of the latest date restores the one before it), older ones are ``VACUUM``-ed. The
 oldest date kept is recorded as the table property ``hashcdc.kept_since``.
+
+By policy, the state model compacts itself after a date's commit once
+``hashcdc_compact_every_dates`` dates (dbt_project.yml) have been applied since its last
+``OPTIMIZE`` (:func:`compact_if_due`, called by the state's post-hook through the adapter),
+so ``hashcdc run`` and ``dbt build`` alike keep reads fast without a separate schedule.
 """
 
 from __future__ import annotations
@@ -16,7 +21,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from hashcdc.versions import KEPT_SINCE_PROPERTY, applied_versions, is_delta
+from hashcdc.versions import (
+    KEPT_SINCE_PROPERTY,
+    applied_versions,
+    commit_date,
+    effective_commits,
+    is_delta,
+)
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 
@@ -29,6 +40,11 @@ class Compacted:
     files_removed: int
     files_added: int
     kept_since: str | None
+
+    def summary(self) -> str:
+        """One line for the terminal and dbt's log."""
+        kept = f"; dates before {self.kept_since} no longer kept" if self.kept_since else ""
+        return f"{self.table}: {self.files_removed} file(s) compacted into {self.files_added}{kept}"
 
 
 def _commit_times(spark: Any, table: str) -> dict[int, dt.datetime]:
@@ -72,3 +88,26 @@ def compact(spark: Any, table: str, kept_dates: int) -> Compacted | None:
     return Compacted(
         table, int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"]), kept_since
     )
+
+
+def dates_since_compaction(history: list[dict[str, Any]]) -> int:
+    """Dates applied after the latest ``OPTIMIZE`` the table still holds.
+
+    An ``OPTIMIZE`` a ``RESTORE`` undid does not count (``describe history`` rows, any order).
+    """
+    dates = 0
+    for commit in reversed(effective_commits(history)):
+        if commit.get("operation") == "OPTIMIZE":
+            break
+        dates += commit_date(commit) is not None
+    return dates
+
+
+def compact_if_due(spark: Any, table: str, every_dates: int, kept_dates: int) -> Compacted | None:
+    """Compact ``table`` when ``every_dates`` (> 0) dates were applied since its last one."""
+    if every_dates <= 0 or not spark.catalog.tableExists(table) or not is_delta(spark, table):
+        return None
+    history = [row.asDict() for row in spark.sql(f"describe history {table}").collect()]
+    if dates_since_compaction(history) < every_dates:
+        return None
+    return compact(spark, table, kept_dates)

@@ -1,12 +1,16 @@
-"""The peer of ``hashcdc bench``: a dbt snapshot on dbt-duckdb over the same landing files.
+"""The peers of ``hashcdc bench``: a dbt snapshot over the same landing files.
 
-What a dbt user on one machine would pick instead of hashcdc: per business date, a model
-loads the date's extract into DuckDB (``read_csv``, typed by the table's columns) and
+What a dbt user would pick instead of hashcdc, in two forms: ``dbt-duckdb`` (one machine)
+and ``dbt-spark`` (the same Spark and Delta Lake as hashcdc, in a session of its own).
+Per business date, a model loads the date's extract (typed by the table's columns) and
 ``dbt snapshot`` tracks it with the check strategy on all columns (deleted keys
 invalidated for a full extract, kept for a delta). A change feed is first folded into a
 current table (each key's latest event, replaced key by key) and that table's live keys are
-snapshotted. Both steps run as a user runs them: ``dbt`` command lines, each its own
-process, timed from start to exit. Needs the ``peer`` extra (``pip install hashcdc[peer]``).
+snapshotted. Each date is one ``dbt build`` command line, a process of its own timed from
+start to exit (the load and snapshot nodes' own times are read from its run results).
+dbt-spark 1.11's snapshot fails with a list ``unique_key`` and ``hard_deletes`` (an
+ambiguous ``dbt_unique_key_1``), so its models key the rows on one concatenated column.
+dbt-duckdb needs the ``peer`` extra (``pip install hashcdc[peer]``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,9 +29,10 @@ from typing import Any
 from hashcdc.errors import HashcdcError
 from hashcdc.generate import TEMPLATES
 
-PEER_NAME = "dbt-duckdb"
 # DuckDB's names of the table column types the benchmark's tables use.
 DUCKDB_TYPES = {"string": "VARCHAR", "double": "DOUBLE", "bigint": "BIGINT", "int": "INTEGER"}
+# The Spark settings a peer session must not share with the bench's own session.
+PEER_SPARK_SETTINGS = ("spark.sql.warehouse.dir", "spark.hadoop.javax.jdo.option.ConnectionURL")
 
 
 @dataclass(frozen=True)
@@ -45,76 +50,98 @@ class PeerCase:
         return [c["name"] for c in self.columns if c.get("key")]
 
 
-def available() -> bool:
-    """Whether dbt-duckdb is installed (the ``peer`` extra)."""
-    try:
-        return importlib.util.find_spec("dbt.adapters.duckdb") is not None
-    except ModuleNotFoundError:  # no dbt.adapters at all
-        return False
+def _tree_rss_mib(pid: int) -> float:
+    """Resident memory of a process and all its descendants (a dbt process and its JVM)."""
+    children: dict[int, list[int]] = {}
+    rss_kib: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                rss_kib[int(entry.name)] = int(line.split()[1])
+    total, pending = 0, [pid]
+    while pending:
+        current = pending.pop()
+        total += rss_kib.get(current, 0)
+        pending.extend(children.get(current, []))
+    return round(total / 1024, 1)
 
 
-class DuckdbPeer:
-    """A scratch dbt-duckdb project under ``root`` holding one model set per case."""
+class DbtPeer:
+    """A scratch dbt project under ``root`` holding one model set per case."""
+
+    name = ""
+    figure_prefix = ""  # the prefix of the peer's figures in bench.json
+    dialect = ""  # the suffix of its load and profile templates
+    unique_key_column: str | None = None  # one concatenated key column, else the key list
+    file_format: str | None = None  # the snapshot's file format, where the adapter needs one
 
     def __init__(self, root: Path, cases: list[PeerCase]) -> None:
-        if not available():
-            raise HashcdcError(
-                "hashcdc bench --peer dbt-duckdb needs dbt-duckdb: pip install 'hashcdc[peer]'"
-            )
         self.root = root
         self.cases = {case.name: case for case in cases}
-        self.database = root / "peer.duckdb"
-        self.peak_rss_mib = 0.0  # of the largest dbt process so far
+        self.peak_rss_mib = 0.0  # of the largest dbt process tree so far
         self._write_project()
 
     def _render(self, template: str, target: Path, **context: Any) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(TEMPLATES.get_template(f"peer/{template}").render(**context))
 
+    def _profile_context(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _case_context(self, case: PeerCase) -> dict[str, Any]:
+        """What the dialect's load templates need beyond the case's name and landing."""
+        raise NotImplementedError
+
     def _write_project(self) -> None:
         self._render("dbt_project.yml.j2", self.root / "dbt_project.yml")
         self._render(
-            "profiles.yml.j2",
+            f"profiles.{self.dialect}.yml.j2",
             self.root / "profiles.yml",
-            database=self.database,
             threads=os.cpu_count() or 1,
+            **self._profile_context(),
         )
         for case in self.cases.values():
-            types = {c["name"]: DUCKDB_TYPES[c["type"]] for c in case.columns}
-            names = list(types)
+            names = [c["name"] for c in case.columns]
+            context = {"case": case.name, "landing": case.landing, "keys": case.keys}
+            context.update(self._case_context(case))
             relation = f"load_{case.name}"
             if case.extract_type == "changes":
-                struct = "STRUCT(" + ", ".join(f"{n} {t}" for n, t in types.items()) + ")"
                 self._render(
-                    "load_feed.sql.j2",
+                    f"load_feed.{self.dialect}.sql.j2",
                     self.root / "models" / f"load_{case.name}.sql",
-                    landing=case.landing,
-                    keys=case.keys,
-                    duckdb_struct=struct,
                     key_expressions=", ".join(f"image.{k}" for k in case.keys),
                     image_columns=", ".join(f"image.{n}" for n in names),
+                    **context,
                 )
                 relation = f"live_{case.name}"
                 self._render(
                     "live_feed.sql.j2",
                     self.root / "models" / f"{relation}.sql",
                     case=case.name,
-                    columns=names,
+                    columns=names + ([self.unique_key_column] if self.unique_key_column else []),
                 )
             else:
                 self._render(
-                    "load_extract.sql.j2",
+                    f"load_extract.{self.dialect}.sql.j2",
                     self.root / "models" / f"load_{case.name}.sql",
-                    landing=case.landing,
-                    duckdb_columns=json.dumps(types).replace('"', "'"),
+                    **context,
                 )
             self._render(
                 "snapshot.yml.j2",
                 self.root / "snapshots" / f"snap_{case.name}.yml",
                 case=case.name,
                 relation=relation,
-                keys=case.keys,
+                unique_key=self.unique_key_column or case.keys,
                 hard_deletes="ignore" if case.extract_type == "delta" else "invalidate",
+                file_format=self.file_format,
             )
 
     def _dbt(self, *args: str) -> float:
@@ -122,34 +149,80 @@ class DuckdbPeer:
         command = [str(Path(sys.executable).parent / "dbt"), *args]
         command += ["--project-dir", str(self.root), "--profiles-dir", str(self.root)]
         env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
-        with tempfile.TemporaryFile() as output:
+        with open(self.root / "last_command.log", "w+b") as output:
             started = time.perf_counter()
             process = subprocess.Popen(
                 command, cwd=self.root, env=env, stdout=output, stderr=subprocess.STDOUT
             )
-            # wait4: this process's own resource use (its peak memory), not all children's.
-            _, status, usage = os.wait4(process.pid, 0)
+            self._watch_memory(process)
             seconds = time.perf_counter() - started
-            process.returncode = os.waitstatus_to_exitcode(status)
-            self.peak_rss_mib = max(self.peak_rss_mib, round(usage.ru_maxrss / 1024, 1))
             if process.returncode != 0:
                 output.seek(0)
                 tail = "\n".join(output.read().decode(errors="replace").splitlines()[-15:])
-                raise HashcdcError(f"peer: dbt {' '.join(args[:3])} failed:\n{tail}")
+                raise HashcdcError(f"peer {self.name}: dbt {' '.join(args[:3])} failed:\n{tail}")
         return seconds
 
+    def _watch_memory(self, process: subprocess.Popen) -> None:
+        """Wait for ``process``, sampling its process tree's memory (its JVM included)."""
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.5):
+                self.peak_rss_mib = max(self.peak_rss_mib, _tree_rss_mib(process.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        process.wait()
+        done.set()
+        sampler.join()
+
     def run_date(self, case_name: str, business_date: str) -> dict[str, float]:
-        """Load the case's extract of the date and snapshot it; seconds of each step."""
+        """Load the case's extract of the date and snapshot it, in one ``dbt build``.
+
+        Seconds of the whole command and of its load and snapshot nodes.
+        """
         date_vars = json.dumps({"business_date": business_date})
-        load = self._dbt("run", "--select", f"+snap_{case_name}", "--vars", date_vars)
-        snapshot = self._dbt("snapshot", "--select", f"snap_{case_name}")
-        return {"load_s": round(load, 2), "snapshot_s": round(snapshot, 2)}
+        total = self._dbt("build", "--select", f"+snap_{case_name}", "--vars", date_vars)
+        results = json.loads((self.root / "target" / "run_results.json").read_text())
+        nodes = {r["unique_id"].split(".")[-1]: r["execution_time"] for r in results["results"]}
+        snapshot = nodes.get(f"snap_{case_name}", 0.0)
+        load = sum(seconds for node, seconds in nodes.items() if node != f"snap_{case_name}")
+        return {"s": round(total, 2), "load_s": round(load, 2), "snapshot_s": round(snapshot, 2)}
 
-    def current_rows(self, case_name: str) -> int:
-        """Rows of the snapshot that are current (the peer's current table).
+    def current_rows(self, case_name: str, spark: Any) -> int:
+        """Rows of the snapshot that are current (the peer's current table)."""
+        raise NotImplementedError
 
-        Asked in a process of its own: duckdb's Python module reports leaks on stderr when
-        the process that imported it exits.
+
+class DuckdbPeer(DbtPeer):
+    """The peer on dbt-duckdb: one DuckDB file."""
+
+    name = "dbt-duckdb"
+    figure_prefix = "peer"
+    dialect = "duckdb"
+
+    def __init__(self, root: Path, cases: list[PeerCase]) -> None:
+        if not available():
+            raise HashcdcError(
+                "hashcdc bench --peer dbt-duckdb needs dbt-duckdb: pip install 'hashcdc[peer]'"
+            )
+        self.database = root / "peer.duckdb"
+        super().__init__(root, cases)
+
+    def _profile_context(self) -> dict[str, Any]:
+        return {"database": self.database}
+
+    def _case_context(self, case: PeerCase) -> dict[str, Any]:
+        types = {c["name"]: DUCKDB_TYPES[c["type"]] for c in case.columns}
+        return {
+            "duckdb_columns": json.dumps(types).replace('"', "'"),
+            "duckdb_struct": "STRUCT(" + ", ".join(f"{n} {t}" for n, t in types.items()) + ")",
+        }
+
+    def current_rows(self, case_name: str, spark: Any) -> int:
+        """Rows of the snapshot that are current, asked in a process of its own.
+
+        duckdb's Python module reports leaks on stderr when the process that imported it exits.
         """
         query = f"select count(*) from main.snap_{case_name} where dbt_valid_to is null"
         script = (
@@ -163,3 +236,55 @@ class DuckdbPeer:
             check=True,
         )
         return int(done.stdout.strip())
+
+
+class SparkPeer(DbtPeer):
+    """The peer on dbt-spark: Delta tables, hashcdc's Spark settings, its own metastore."""
+
+    name = "dbt-spark"
+    figure_prefix = "spark_peer"
+    dialect = "spark"
+    unique_key_column = "peer_key"
+    file_format = "delta"
+
+    def __init__(self, root: Path, cases: list[PeerCase], settings: dict[str, Any]) -> None:
+        from hashcdc.jars import with_table_format
+
+        self.settings = with_table_format(settings)
+        self.settings.update(
+            {
+                "spark.app.name": "hashcdc-bench-peer",
+                "spark.sql.warehouse.dir": str(root / "warehouse"),
+                "spark.hadoop.javax.jdo.option.ConnectionURL": (
+                    f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true"
+                ),
+                "spark.eventLog.enabled": "false",
+            }
+        )
+        super().__init__(root, cases)
+
+    def _profile_context(self) -> dict[str, Any]:
+        return {"settings": self.settings}
+
+    def _case_context(self, case: PeerCase) -> dict[str, Any]:
+        columns = [(c["name"], c["type"]) for c in case.columns]
+        return {
+            "spark_columns": ", ".join(f"{n} {t}" for n, t in columns),
+            "spark_struct": "struct<" + ", ".join(f"{n}: {t}" for n, t in columns) + ">",
+        }
+
+    def current_rows(self, case_name: str, spark: Any) -> int:
+        """Read from the snapshot's Delta files by the bench's session (no metastore)."""
+        path = self.root / "warehouse" / "peer.db" / f"snap_{case_name}"
+        return spark.read.format("delta").load(str(path)).where("dbt_valid_to is null").count()
+
+
+PEERS = {peer.name: peer for peer in (DuckdbPeer, SparkPeer)}
+
+
+def available() -> bool:
+    """Whether dbt-duckdb is installed (the ``peer`` extra)."""
+    try:
+        return importlib.util.find_spec("dbt.adapters.duckdb") is not None
+    except ModuleNotFoundError:  # no dbt.adapters at all
+        return False

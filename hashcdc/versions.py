@@ -66,20 +66,39 @@ def _metadata(text: str | None) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
-def applied_from_history(history: list[dict[str, Any]]) -> list[DateVersion]:
-    """The dates a table holds, from its commits (``describe history`` rows, any order)."""
-    applied: list[tuple[int, str]] = []
-    commits = sorted(history, key=lambda row: int(row["version"]))
-    for commit in commits:
-        metadata = _metadata(commit.get("userMetadata"))
+def effective_commits(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The commits whose effect a table holds now, in order (``describe history`` rows).
+
+    A ``RESTORE`` undoes the commits after the version it restores; a reset commit (a
+    first date run again, which empties the table) undoes every commit before it.
+    """
+    effective: list[dict[str, Any]] = []
+    for commit in sorted(history, key=lambda row: int(row["version"])):
         if commit.get("operation") == "RESTORE":
             restored = int((commit.get("operationParameters") or {}).get("version", -1))
-            applied = [a for a in applied if a[0] <= restored]
-        elif metadata.get(RESET_KEY):
-            applied = []
-        elif BUSINESS_DATE_KEY in metadata:
-            applied.append((int(commit["version"]), str(metadata[BUSINESS_DATE_KEY])))
-    latest = int(commits[-1]["version"]) if commits else -1
+            effective = [c for c in effective if int(c["version"]) <= restored]
+        elif _metadata(commit.get("userMetadata")).get(RESET_KEY):
+            effective = []
+        effective.append(commit)
+    return effective
+
+
+def commit_date(commit: dict[str, Any]) -> str | None:
+    """The business date a commit applied (None: a reset, or not a date's commit)."""
+    metadata = _metadata(commit.get("userMetadata"))
+    if metadata.get(RESET_KEY) or BUSINESS_DATE_KEY not in metadata:
+        return None
+    return str(metadata[BUSINESS_DATE_KEY])
+
+
+def applied_from_history(history: list[dict[str, Any]]) -> list[DateVersion]:
+    """The dates a table holds, from its commits (``describe history`` rows, any order)."""
+    applied = [
+        (int(commit["version"]), date)
+        for commit in effective_commits(history)
+        if (date := commit_date(commit)) is not None
+    ]
+    latest = max((int(row["version"]) for row in history), default=-1)
     ends = [version - 1 for version, _ in applied[1:]] + [latest]
     return [DateVersion(v, d, end) for (v, d), end in zip(applied, ends, strict=True)]
 

@@ -19,6 +19,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import BUSINESS_DATE_ENV
+from hashcdc.maintenance import compact_if_due
 from hashcdc.versions import applied_versions, commit_metadata, restore
 
 # Listing a schema while another process replaces one of its tables: tries, then a
@@ -102,6 +103,20 @@ class HashcdcAdapter(SparkAdapter):
             SparkSession.builder.getOrCreate(), f"{relation.schema}.{relation.identifier}", version
         )
         return ""
+
+    @available
+    def hashcdc_compact_if_due(self, relation: BaseRelation, every_dates: int, kept: int) -> str:
+        """Compact a state when its policy says so (:func:`hashcdc.maintenance.compact_if_due`).
+
+        Returns what was done, for the log ('' when nothing was due).
+        """
+        from pyspark.sql import SparkSession
+
+        table = f"{relation.schema}.{relation.identifier}"
+        done = compact_if_due(
+            SparkSession.builder.getOrCreate(), table, int(every_dates), int(kept)
+        )
+        return done.summary() if done else ""
 
     @available
     def hashcdc_commit_metadata(self, business_date: str, reset: bool = False) -> str:

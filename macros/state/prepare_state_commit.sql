@@ -33,3 +33,21 @@
     {#- Post-hook of a state model: later commits of the session carry no business date. -#}
     {{ return('reset spark.databricks.delta.commitInfo.userMetadata') }}
 {% endmacro %}
+
+
+{% macro compact_by_policy(state) %}
+    {#- Post-hook of a state model, after end_state_commit: OPTIMIZE and VACUUM the state
+        once var('hashcdc_compact_every_dates') dates were applied since its last
+        compaction (hashcdc/maintenance.py). Nothing when the var is 0. -#}
+    {%- if execute and hashcdc._is_writing_command() -%}
+        {%- set done = adapter.hashcdc_compact_if_due(
+            state,
+            var('hashcdc_compact_every_dates', 0),
+            var('hashcdc_state_snapshots_kept'),
+        ) -%}
+        {%- if done -%}
+            {{ log(done, info=true) }}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return('') }}
+{% endmacro %}

@@ -28,6 +28,8 @@ def test_bench_smoke(project: Any, tmp_path: Path, monkeypatch: Any, capsys: Any
             "dbt-duckdb",
             "--end-to-end-max-rows",
             "0",
+            "--week-days",
+            "1",
             "--output",
             str(tmp_path / "out"),
             "--report",
@@ -58,5 +60,8 @@ def test_bench_smoke(project: Any, tmp_path: Path, monkeypatch: Any, capsys: Any
         current = project.rows(f"select count(*) as n from {table}_current")[0]["n"]
         assert size[f"peer_{prefix}current_rows"] == current, table
         assert size[f"peer_{prefix}day2_s"] > 0
+    # A week of uncompacted deltas (here one day) is read before and after compaction.
+    assert size["week_read_uncompacted"]["count_s"] > 0 and size["week_compact_s"] > 0
+    assert size["day3_bytes_written"]["<table>_state"] > 0
     assert "| 1,000 | typical day" in report.read_text()
     os.chdir(project.root)

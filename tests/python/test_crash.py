@@ -1,12 +1,14 @@
-"""Crash safety: SIGKILL real ``hashcdc run`` processes at several points, then re-run.
+"""Crash safety: SIGKILL real ``hashcdc run`` and ``hashcdc compact`` processes, then rerun.
 
 The runs are separate processes (their own JVM, warehouse and Derby metastore in a
 scratch project), killed while the stage hashes, while the state is written and while the
 history is written. After each kill the state (a Delta table) holds the previous date or
 the new one whole, never a mix; after the final re-run, current and history must equal
-the pure-Python oracle, i.e. a clean run. The kills are timed from dbt's own progress
-lines; each test checks that the process really died inside the model it targeted, so it
-cannot pass vacuously.
+the pure-Python oracle, i.e. a clean run. Then ``hashcdc compact`` is killed at two
+instants of its work: the state's rows stay those of the clean run, the next compaction
+finishes, and time travel still reads the first date. The kills are timed from the
+commands' own progress lines; each test checks that the process really died before the
+step it targeted finished, so it cannot pass vacuously.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any
 
 import pytest
 from oracle import apply_extract
+
+from hashcdc.versions import applied_from_history
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = "crashy"
@@ -83,18 +87,9 @@ def crash_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
     return root, env
 
 
-def hashcdc_run(root: Path, env: dict[str, str], business_date: str) -> subprocess.Popen:
+def hashcdc(root: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "hashcdc.cli",
-            "--project-dir",
-            str(root),
-            "run",
-            "--date",
-            business_date,
-        ],
+        [sys.executable, "-m", "hashcdc.cli", "--project-dir", str(root), *args],
         cwd=root,
         env=env,
         stdout=subprocess.PIPE,
@@ -104,13 +99,18 @@ def hashcdc_run(root: Path, env: dict[str, str], business_date: str) -> subproce
     )
 
 
-def kill_inside(process: subprocess.Popen, model: str, delay: float) -> list[str]:
-    """SIGKILL the run (and its JVM) ``delay`` s after dbt starts ``model``; returns output."""
+def hashcdc_run(root: Path, env: dict[str, str], business_date: str) -> subprocess.Popen:
+    return hashcdc(root, env, "run", "--date", business_date)
+
+
+def kill_after(process: subprocess.Popen, marker: str, delay: float) -> list[str]:
+    """SIGKILL a command (and its JVM) ``delay`` s after it prints a line that contains
+    ``marker``; returns its output."""
     lines: list[str] = []
     assert process.stdout is not None
     for line in process.stdout:
         lines.append(line)
-        if "START" in line and f"hashcdc.{model} " in line:
+        if marker in line:
             time.sleep(delay)
             os.killpg(process.pid, signal.SIGKILL)
             break
@@ -126,11 +126,17 @@ def read_partition(spark: Any, root: Path, relation: str, business_date: str) ->
     return sorted(tuple(row) for row in frame.collect())
 
 
-def read_current(spark: Any, root: Path) -> list[tuple]:
-    """The state's latest version straight from its Delta files, as the current view shows
-    it (the operation of the state's date, else N)."""
-    path = root / "warehouse" / "hashcdc.db" / f"{TABLE}_state"
-    spark.read.format("delta").load(str(path)).createOrReplaceTempView("crashy_state_files")
+def state_path(root: Path) -> Path:
+    return root / "warehouse" / "hashcdc.db" / f"{TABLE}_state"
+
+
+def read_current(spark: Any, root: Path, version: int | None = None) -> list[tuple]:
+    """The state straight from its Delta files (the latest version, or ``version``), as
+    the current view shows it (the operation of the state's date, else N)."""
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    reader.load(str(state_path(root))).createOrReplaceTempView("crashy_state_files")
     frame = spark.sql(
         "select id, name, city, score, if(business_date = (select max(business_date) "
         "from crashy_state_files where operation = 'W'), operation, 'N') as operation "
@@ -161,7 +167,7 @@ def test_killed_runs_leave_the_previous_state_intact_and_a_rerun_equals_a_clean_
 
     crash_points = [(f"stg_{TABLE}", 4.0), (f"{TABLE}_state", 2.0), (f"{TABLE}_history", 0.5)]
     for model, delay in crash_points:
-        lines = kill_inside(hashcdc_run(root, env, DATES[1]), model, delay)
+        lines = kill_after(hashcdc_run(root, env, DATES[1]), f" model hashcdc.{model} ", delay)
         text = "".join(lines)
         started = [line for line in lines if "START" in line and f"hashcdc.{model} " in line]
         assert started, f"{model} never started: the crash point was missed\n{text}"
@@ -181,3 +187,19 @@ def test_killed_runs_leave_the_previous_state_intact_and_a_rerun_equals_a_clean_
         (v.row["id"], v.row["name"], v.row["city"], v.row["score"], v.operation)
         for v in expected_history
     )
+
+    # Compaction: OPTIMIZE is one commit that changes no row, so a kill leaves the rows.
+    for delay in (0.3, 2.0):
+        marker = f"{TABLE}_state: compacting"
+        lines = kill_after(hashcdc(root, env, "compact"), marker, delay)
+        assert any(marker in line for line in lines), "".join(lines)
+        assert not any("compacted into" in line for line in lines), "".join(lines)
+        assert read_current(spark, root) == expected_current, f"compaction killed at {delay} s"
+    compaction = hashcdc(root, env, "compact")
+    output, _ = compaction.communicate(timeout=600)
+    assert compaction.returncode == 0 and "compacted into" in output, output
+    assert read_current(spark, root) == expected_current
+    history = spark.sql(f"describe history delta.`{state_path(root)}`").collect()
+    assert "OPTIMIZE" in [row["operation"] for row in history]
+    [day_1, _] = applied_from_history([row.asDict() for row in history])
+    assert read_current(spark, root, day_1.last_version) == day_1_state

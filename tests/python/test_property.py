@@ -4,16 +4,18 @@ Hypothesis draws 5 daily extracts (all full or all delta) over a small key space
 keys are inserted, updated, left unchanged, deleted (or not supplied) and re-inserted;
 values include nulls, empty strings, unicode, delimiters, quotes and line breaks, and
 numbers written differently but equal after casting ("1.5" and "1.50", "-0.0" and "0").
-It also draws after which dates the state is compacted (OPTIMIZE, then retention keeping
-2 or 7 dates). After every date, every row of current and history must equal the
-pure-Python oracle; at the end, the tables read as of each date the state still keeps
-(time travel) equal the oracle of that date. The examples are derandomized so that CI runs
-the same ones every time.
+It also draws after which dates ``hashcdc compact`` runs and the compaction policy
+(``hashcdc_compact_every_dates`` 0 or 2: the state compacts itself after every second
+date), and whether retention keeps 2 or 7 dates. After every date, every row of current
+and history must equal the pure-Python oracle; at the end, the tables read as of each date
+the state still keeps (time travel) equal the oracle of that date. The examples are
+derandomized so that CI runs the same ones every time.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -22,7 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import apply_extract
 
-from hashcdc.maintenance import compact
+from hashcdc.maintenance import compact, dates_since_compaction
+from hashcdc.project import for_business_date, table_selector
 from hashcdc.versions import applied_versions, as_of_views
 
 COLUMNS = ["k", "tag", "name", "amount", "score"]
@@ -51,7 +54,12 @@ scenario = st.tuples(
     st.lists(extract, min_size=5, max_size=5),
     st.lists(st.booleans(), min_size=5, max_size=5),
     st.sampled_from([2, 7]),
+    st.sampled_from([0, 2]),
 )
+
+
+def history_of(project: Any, table: str) -> list[dict[str, Any]]:
+    return project.rows(f"describe history {table}")
 
 
 def comparable(rows: list[dict[str, Any]]) -> list[tuple]:
@@ -68,6 +76,17 @@ def comparable(rows: list[dict[str, Any]]) -> list[tuple]:
     )
 
 
+def compactions_of(commands: list[bool], every_dates: int) -> list[bool]:
+    """After which dates the state was compacted: by the command, or by the policy."""
+    compacted, since = [], 0
+    for command in commands:
+        since += 1
+        by_policy = every_dates > 0 and since >= every_dates
+        compacted.append(by_policy or command)
+        since = 0 if compacted[-1] else since
+    return compacted
+
+
 @settings(
     max_examples=3,
     deadline=None,
@@ -76,9 +95,12 @@ def comparable(rows: list[dict[str, Any]]) -> list[tuple]:
 )
 @given(scenario)
 def test_random_extract_sequences_match_the_oracle(
-    project: Any, drawn: tuple[str, list[dict], list[bool], int]
+    project: Any, drawn: tuple[str, list[dict], list[bool], int, int]
 ) -> None:
-    extract_type, extracts, compactions, kept_dates = drawn
+    extract_type, extracts, commands, kept_dates, every_dates = drawn
+    policy = json.dumps(
+        {"hashcdc_compact_every_dates": every_dates, "hashcdc_state_snapshots_kept": kept_dates}
+    )
     name = f"prop_{next(_table_numbers)}_{extract_type}"
     project.add_table(
         {
@@ -97,13 +119,14 @@ def test_random_extract_sequences_match_the_oracle(
     )
     state: dict = {}
     currents: dict[str, list[tuple]] = {}
-    for business_date, rows, compacted in zip(DATES, extracts, compactions, strict=False):
+    for business_date, rows, command in zip(DATES, extracts, commands, strict=False):
         cells = [
             [k, tag, name_value, amount[0], score[0]]
             for (k, tag), (name_value, amount, score) in sorted(rows.items())
         ]
         project.write_text(f"landing/{name}/{business_date}.csv", csv_text(COLUMNS, cells))
-        outcome = project.build(business_date, name)
+        with for_business_date(business_date):
+            outcome = project.dbt("build", *table_selector([name]), "--vars", policy)
         assert outcome.success, outcome.text
 
         typed = [
@@ -126,10 +149,13 @@ def test_random_extract_sequences_match_the_oracle(
         )
         assert comparable(history_rows) == comparable(expected_history), business_date
         currents[business_date] = comparable(expected_current)
-        if compacted:
+        if command:
             compact(project.spark, f"{name}_state", kept_dates)
 
     # Retention keeps the versions of the latest kept_dates dates of each compaction.
+    compactions = compactions_of(commands, every_dates)
+    uncompacted = list(itertools.takewhile(lambda c: not c, reversed(compactions)))
+    assert dates_since_compaction(history_of(project, f"{name}_state")) == len(uncompacted)
     kept_from = max(
         [0] + [i + 1 - kept_dates for i, compacted in enumerate(compactions) if compacted]
     )

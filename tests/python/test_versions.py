@@ -1,0 +1,52 @@
+"""Unit tests of the state's log rules: which dates a Delta state holds, and since when it
+was compacted (pure Python over ``describe history`` rows; the suite's Spark tests drive
+the same rules through real tables)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hashcdc.maintenance import dates_since_compaction
+from hashcdc.versions import DateVersion, applied_from_history, commit_metadata
+
+
+def date_commit(version: int, business_date: str, reset: bool = False) -> dict[str, Any]:
+    return {
+        "version": version,
+        "operation": "MERGE",
+        "userMetadata": commit_metadata(business_date, reset),
+    }
+
+
+def optimize(version: int) -> dict[str, Any]:
+    return {"version": version, "operation": "OPTIMIZE", "userMetadata": None}
+
+
+def restore(version: int, to: int) -> dict[str, Any]:
+    return {"version": version, "operation": "RESTORE", "operationParameters": {"version": to}}
+
+
+def test_each_date_spans_the_commits_up_to_the_next_date() -> None:
+    history = [date_commit(0, "2024-01-01"), optimize(1), date_commit(2, "2024-01-02")]
+    assert applied_from_history(list(reversed(history))) == [
+        DateVersion(0, "2024-01-01", 1),
+        DateVersion(2, "2024-01-02", 2),
+    ]
+
+
+def test_a_restore_and_a_reset_undo_the_dates_after_them() -> None:
+    restored = [date_commit(0, "2024-01-01"), date_commit(1, "2024-01-02"), restore(2, 0)]
+    assert [a.business_date for a in applied_from_history(restored)] == ["2024-01-01"]
+    reset = [*restored, date_commit(3, "2024-01-01", reset=True), date_commit(4, "2024-01-01")]
+    assert applied_from_history(reset) == [DateVersion(4, "2024-01-01", 4)]
+
+
+def test_dates_since_compaction_ignore_a_compaction_restored_away() -> None:
+    history = [date_commit(0, "2024-01-01"), date_commit(1, "2024-01-02"), optimize(2)]
+    assert dates_since_compaction(history) == 0
+    history.append(date_commit(3, "2024-01-03"))
+    assert dates_since_compaction(history) == 1
+    # A rerun of 2024-01-02 restores version 0: the compaction after it is undone too.
+    rerun = [*history[:3], restore(3, 0), date_commit(4, "2024-01-02")]
+    assert dates_since_compaction(rerun) == 2
+    assert dates_since_compaction([]) == 0
