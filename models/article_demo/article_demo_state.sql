@@ -8,7 +8,10 @@
         full_refresh=false,
         tblproperties={'hashcdc.hash_version': '2', 'delta.enableDeletionVectors': 'true', 'delta.enableChangeDataFeed': 'true'},
         pre_hook="{{ hashcdc.prepare_state_commit(this) }}",
-        post_hook="{{ hashcdc.end_state_commit() }}",
+        post_hook=[
+            "{{ hashcdc.end_state_commit() }}",
+            "{{ hashcdc.compact_by_policy(this) }}",
+        ],
     )
 }}
 
