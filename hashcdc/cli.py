@@ -825,6 +825,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=7,
         help="uncompacted 1%% delta days before reading `current`, then compacting (0: skip)",
     )
+    bench_parser.add_argument(
+        "--skip-tests", action="store_true", help="do not run and time each date's dbt tests"
+    )
     bench_parser.add_argument("--output", type=Path, default=Path("bench_output"))
     bench_parser.add_argument(
         "--report", type=Path, default=None, help="also write the markdown table here"

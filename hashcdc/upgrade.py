@@ -22,9 +22,8 @@ from hashcdc.config import TableConfig
 from hashcdc.dates import partition_dates
 from hashcdc.evolve import RETIRED_SUFFIX, REWRITE_SUFFIX, own_properties
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
-from hashcdc.versions import commit_metadata, is_delta, state_properties
+from hashcdc.versions import commit_metadata_statement, is_delta, state_properties
 
-USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 LIVE_OPERATIONS = ("I", "U", "N", "X")
 
 
@@ -77,11 +76,11 @@ def upgrade_state(spark: Any, state: str) -> str | None:
     listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
     copy, retired = state + REWRITE_SUFFIX, state + RETIRED_SUFFIX
     spark.sql(f"drop table if exists {copy}")
-    spark.conf.set(USER_METADATA, commit_metadata(latest))
+    spark.sql(commit_metadata_statement(latest))
     try:
         spark.sql(f"create table {copy} using delta tblproperties ({listed}) as {select}")
     finally:
-        spark.conf.unset(USER_METADATA)
+        spark.sql(commit_metadata_statement(None))
     spark.sql(f"alter table {state} rename to {retired}")
     spark.sql(f"alter table {copy} rename to {state}")
     spark.sql(f"drop table {retired}")

@@ -21,6 +21,8 @@ BUSINESS_DATE_KEY = "hashcdc_business_date"
 # The oldest date whose version retention keeps (hashcdc.maintenance).
 KEPT_SINCE_PROPERTY = "hashcdc.kept_since"
 RESET_KEY = "hashcdc_reset"
+# The session setting whose value Delta records as each commit's ``userMetadata``.
+COMMIT_METADATA_SETTING = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 def state_properties(hash_version: int) -> dict[str, str]:
@@ -54,6 +56,13 @@ def commit_metadata(business_date: str, reset: bool = False) -> str:
     if reset:
         document[RESET_KEY] = True
     return json.dumps(document, sort_keys=True, separators=(",", ":"))
+
+
+def commit_metadata_statement(business_date: str | None, reset: bool = False) -> str:
+    """The SQL that makes the session's next commits apply ``business_date`` (None: no date)."""
+    if business_date is None:
+        return f"reset {COMMIT_METADATA_SETTING}"
+    return f"set {COMMIT_METADATA_SETTING} = {commit_metadata(business_date, reset)}"
 
 
 def _metadata(text: str | None) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import BUSINESS_DATE_ENV
 from hashcdc.maintenance import compact_if_due
-from hashcdc.versions import applied_versions, commit_metadata, restore
+from hashcdc.versions import applied_versions, commit_metadata_statement, restore
 
 # Listing a schema while another process replaces one of its tables: tries, then a
 # slower listing that tolerates it.
@@ -119,9 +119,11 @@ class HashcdcAdapter(SparkAdapter):
         return done.summary() if done else ""
 
     @available
-    def hashcdc_commit_metadata(self, business_date: str, reset: bool = False) -> str:
-        """The ``userMetadata`` of a commit that applies ``business_date`` to a state."""
-        return commit_metadata(business_date, reset)
+    def hashcdc_commit_metadata_statement(
+        self, business_date: str | None, reset: bool = False
+    ) -> str:
+        """The ``set`` (or, without a date, ``reset``) of the next commits' ``userMetadata``."""
+        return commit_metadata_statement(business_date, reset)
 
     @property
     def default_python_submission_method(self) -> str:

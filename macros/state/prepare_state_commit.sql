@@ -24,14 +24,13 @@
 
 {% macro _commit_metadata_setting(business_date, reset=false) %}
     {#- The `set` statement that tags the session's next Delta commits with the date. -#}
-    {{ return('set spark.databricks.delta.commitInfo.userMetadata = '
-        ~ adapter.hashcdc_commit_metadata(business_date, reset)) }}
+    {{ return(adapter.hashcdc_commit_metadata_statement(business_date, reset)) }}
 {% endmacro %}
 
 
 {% macro end_state_commit() %}
     {#- Post-hook of a state model: later commits of the session carry no business date. -#}
-    {{ return('reset spark.databricks.delta.commitInfo.userMetadata') }}
+    {{ return(adapter.hashcdc_commit_metadata_statement(none)) }}
 {% endmacro %}
 
 

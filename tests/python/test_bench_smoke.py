@@ -30,6 +30,7 @@ def test_bench_smoke(project: Any, tmp_path: Path, monkeypatch: Any, capsys: Any
             "0",
             "--week-days",
             "1",
+            "--skip-tests",
             "--output",
             str(tmp_path / "out"),
             "--report",
