@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from hashcdc.peer import PEERS
+
 DATES = ("2019-06-18", "2019-06-19", "2019-06-20")
 # The article's day 2, then a typical day: a full extract in which 1% of the rows changed.
 ARTICLE_FRACTIONS = (0.2, 0.4, 0.4)
@@ -185,18 +187,17 @@ def _run_days(
         figures[f"{prefix}day{day}_per_model_s"] = {k: v[0] for k, v in per_model.items()}
 
 
-def _state_bytes(spark: Any, table: str) -> int:
-    """Bytes of the state's current version (Delta's ``describe detail``)."""
-    return int(spark.sql(f"describe detail {table}_state").first()["sizeInBytes"])
+def _state_detail(spark: Any, table: str) -> Any:
+    """Delta's ``describe detail`` of a table's state: its current version's bytes, files."""
+    return spark.sql(f"describe detail {table}_state").first()
 
 
 def _read_current(spark: Any, table: str) -> dict[str, float]:
     """Seconds to count ``current`` and to filter it on one key value."""
     key = spark.table(f"{table}_current").select("key_1").first()[0]
-    count = _timed(lambda: spark.table(f"{table}_current").count())[0]
-    selective = _timed(lambda: spark.table(f"{table}_current").where(f"key_1 = '{key}'").collect())[
-        0
-    ]
+    current = spark.table(f"{table}_current")
+    count, _ = _timed(current.count)
+    selective, _ = _timed(current.where(f"key_1 = '{key}'").collect)
     return {"count_s": round(count, 2), "filter_s": round(selective, 2)}
 
 
@@ -206,7 +207,7 @@ def _week_without_compaction(spark: Any, options: Any) -> dict[str, Any]:
 
     table = options.table_name
     figures: dict[str, Any] = {"week_days": len(options.dates) - 1}
-    figures["week_state_files"] = spark.sql(f"describe detail {table}_state").first()["numFiles"]
+    figures["week_state_files"] = _state_detail(spark, table)["numFiles"]
     _read_current(spark, table)  # warm: the first read also lists the log
     figures["week_read_uncompacted"] = _read_current(spark, table)
     # Every version kept: the bench measures compaction, not retention.
@@ -306,7 +307,7 @@ FIXED_CHANGES = 10_000  # the same changed rows at every size: cost follows the 
 
 def _peers(args: argparse.Namespace, work: Path, cases: list[Any]) -> list[Any]:
     """The peers asked for with ``--peer``, each a scratch project under the output folder."""
-    from hashcdc.peer import PEERS, SparkPeer
+    from hashcdc.peer import SparkPeer
     from hashcdc.project import profile_output
 
     peers = []
@@ -350,7 +351,7 @@ def bench_size(
     figures.update({"rows": rows, "datagen_s": round(datagen_seconds, 2)})
     figures.update(_parse_figures(work))
     _run_days(work, table, DATES, figures, "", with_tests=not args.skip_tests)
-    figures["state_bytes"] = _state_bytes(spark, table)
+    figures["state_bytes"] = int(_state_detail(spark, table)["sizeInBytes"])
     columns = datagen.table_config(options)["columns"]
     for day, business_date in enumerate(DATES[1:], start=2):
         csv = work / "landing" / table / business_date
@@ -455,7 +456,8 @@ CASES = (
     ("1% change feed, day 2", "changes_day2", None),
     ("change feed, day 1 (snapshot reads)", "changes_day1", None),
 )
-PEER_FIGURES = {"dbt-duckdb": "peer", "dbt-spark": "spark_peer"}
+# The prefix of each peer's figures in bench.json, by the peer's name.
+PEER_FIGURES = {name: peer.figure_prefix for name, peer in PEERS.items()}
 
 
 def _ratio(numerator: Any, denominator: Any) -> str:

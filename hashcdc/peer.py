@@ -31,8 +31,6 @@ from hashcdc.generate import TEMPLATES
 
 # DuckDB's names of the table column types the benchmark's tables use.
 DUCKDB_TYPES = {"string": "VARCHAR", "double": "DOUBLE", "bigint": "BIGINT", "int": "INTEGER"}
-# The Spark settings a peer session must not share with the bench's own session.
-PEER_SPARK_SETTINGS = ("spark.sql.warehouse.dir", "spark.hadoop.javax.jdo.option.ConnectionURL")
 
 
 @dataclass(frozen=True)
