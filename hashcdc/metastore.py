@@ -60,6 +60,9 @@ PROCESS_LOCK_SUFFIX = ".lock"
 # How long a newcomer waits for a holder that is stopping (its JVM shuts Derby down).
 EXITING_WAIT_SECONDS = 30.0
 POLL_SECONDS = 0.1
+# A holder writes its record right after taking the lock, and again when its JVM starts.
+RECORD_READ_SECONDS = 2.0
+RECORD_READ_POLL_SECONDS = 0.02
 # How much of the holder's command line the message shows.
 COMMAND_WIDTH = 120
 _DERBY_DATABASE = re.compile(r"^jdbc:derby:.*databaseName=([^;]+)")
@@ -216,23 +219,47 @@ class _HeldLock:
     record: dict[str, Any]
 
     def mark(self, state: str) -> None:
-        """Rewrite the holder record with a new state (``running`` or ``exiting``)."""
+        """Rewrite the holder record with a new state (``running`` or ``exiting``).
+
+        The new record is written over the old one and the rest cut after it, so the file is
+        never empty while held; a reader that meets a half-written record reads it again.
+        """
         self.record["state"] = state
         self.handle.seek(0)
-        self.handle.truncate()
         self.handle.write(json.dumps(self.record))
+        self.handle.truncate()
         self.handle.flush()
 
 
 _HELD: _HeldLock | None = None
 
 
+def open_lock_file(lock_file: Path) -> IO[str]:
+    """Open a process lock file for rewriting in place, keeping what it holds.
+
+    Not in append mode: there every write lands at the end, whatever the position.
+    """
+    return open(os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644), "r+", encoding="utf-8")
+
+
+def _read_record(lock_file: Path) -> dict[str, Any]:
+    """The holder record of a process lock file, read again while it is being rewritten."""
+    deadline = time.monotonic() + RECORD_READ_SECONDS
+    while True:
+        try:
+            record = json.loads(lock_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            record = None
+        if isinstance(record, dict) and isinstance(record.get("pid"), int):
+            return record
+        if time.monotonic() >= deadline:
+            return {}
+        time.sleep(RECORD_READ_POLL_SECONDS)
+
+
 def _recorded_holder(lock_file: Path) -> Holder:
-    """The holder a process lock file names (unknown while it is being written)."""
-    try:
-        record = json.loads(lock_file.read_text(encoding="utf-8") or "{}")
-    except (OSError, ValueError):
-        record = {}
+    """The holder a process lock file names (unknown when it names none)."""
+    record = _read_record(lock_file)
     pid = record.get("pid")
     if not isinstance(pid, int):
         return Holder(None)
@@ -279,7 +306,7 @@ def _wait_while_exiting(probe: Any, database: Path, deadline: float) -> None:
 def _take_process_lock(database: Path, deadline: float) -> _HeldLock:
     lock_file = process_lock_file(database)
     lock_file.parent.mkdir(parents=True, exist_ok=True)
-    handle = lock_file.open("a+", encoding="utf-8")
+    handle = open_lock_file(lock_file)
 
     def probe() -> Holder | None:
         try:

@@ -13,6 +13,7 @@ import pytest
 
 from hashcdc.metastore import (
     _ensure_derby_log_folder,
+    _recorded_holder,
     embedded_metastore_dir,
     metastore_holder,
 )
@@ -28,6 +29,21 @@ handle = open(sys.argv[1], "a")
 fcntl.lockf(handle, fcntl.LOCK_EX)
 print("locked", flush=True)
 time.sleep(60)
+"""
+
+# A holder that rewrites its record without pause (as it does when its JVM starts).
+REWRITE_RECORD = """
+import fcntl, sys
+from hashcdc.metastore import _HeldLock, _own_record, open_lock_file
+from pathlib import Path
+handle = open_lock_file(Path(sys.argv[1]))
+fcntl.flock(handle, fcntl.LOCK_EX)
+held = _HeldLock(handle, _own_record())
+held.mark("running")
+print("locked", flush=True)
+for number in range(10**9):
+    held.record["jvm_pid"] = number % 200 + 1
+    held.mark("running")
 """
 
 
@@ -60,6 +76,21 @@ def test_the_holder_of_the_derby_lock_is_named(tmp_path: Path) -> None:
         holder.kill()
         holder.wait()
     assert metastore_holder(database) is None
+
+
+def test_a_record_being_rewritten_still_names_its_holder(tmp_path: Path) -> None:
+    """The holder's record is never read empty or half written (CI saw "another process")."""
+    lock_file = tmp_path / "metastore_db.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", REWRITE_RECORD, str(lock_file)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        for _ in range(2000):
+            assert _recorded_holder(lock_file).pid == holder.pid
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_a_second_process_is_refused_in_seconds_with_one_line(project: Any) -> None:
