@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
@@ -11,9 +14,13 @@ from dbt.adapters.spark.connections import (
     SparkConnectionMethod,
     SparkCredentials,
 )
+from dbt_common.exceptions import DbtRuntimeError
 
 from hashcdc.errors import HashcdcError
 from hashcdc.project import session_with
+
+# A refusal the SQL itself raises (``raise_error``), as Spark words it in a task's failure.
+_USER_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (.+?) SQLSTATE: P0001", re.DOTALL)
 
 
 @dataclass
@@ -53,3 +60,18 @@ class HashcdcConnectionManager(SparkConnectionManager):
             except HashcdcError as exc:
                 raise FailedToConnectError(str(exc)) from None
         return super().open(connection)
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Iterator[None]:
+        """dbt-spark's handler; a refusal raised by the SQL (``raise_error``) is its message.
+
+        Raised inside a task, it would otherwise reach the user inside a JVM stack trace.
+        """
+        with super().exception_handler(sql):
+            try:
+                yield
+            except Exception as exc:
+                refusal = _USER_RAISED.search(str(exc))
+                if refusal is None:
+                    raise
+                raise DbtRuntimeError(refusal.group(1)) from None

@@ -20,10 +20,6 @@
 {%- set previous = hashcdc.checked_previous_state(business_date, table_name) -%}
 {%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
-{%- if previous is not none and extract_type == 'full' -%}
-    {%- do hashcdc.assert_no_mass_delete(
-        this, incoming, table_name, business_date, previous, max_delete_fraction) -%}
-{%- endif -%}
 {%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}
 with
 
@@ -185,7 +181,12 @@ final as (
         null as eff_start_date,
         null as seen_date,
         date'{{ business_date }}' as business_date,
+        {%- if extract_type == 'full' %}
+        {{ hashcdc.assert_no_mass_delete(
+            'counts', table_name, business_date, max_delete_fraction) }} as operation_counts
+        {%- else %}
         counts as operation_counts
+        {%- endif %}
     from operation_counts
 )
 

@@ -197,6 +197,7 @@ def test_an_empty_full_extract_is_refused_and_an_empty_delta_changes_nothing(
     outcome = project.build("2024-01-02", "payments")
     assert not outcome.success
     assert "would delete 2 of 2 current rows (100.0%)" in outcome.text
+    assert "SparkException" not in outcome.text and "\tat " not in outcome.text  # one message
     assert state_rows(project) == before
 
     project.add_table(
