@@ -11,9 +11,9 @@ LINT_ENV := HASHCDC_WAREHOUSE_DIR=target/lint/warehouse HASHCDC_METASTORE_DIR=ta
 JDBC_JAR := /usr/share/java/postgresql.jar
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install test-services demo test test-unit lint check clean
+.PHONY: install class-archive test-services demo test test-unit lint check clean
 
-install: $(VENV)/.installed jars/.fetched
+install: $(VENV)/.installed jars/.fetched class-archive
 
 # An apt-get install that refreshes the package lists first when they are stale or empty.
 APT_INSTALL = $(SUDO) apt-get install -y -q $(1) || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(1))
@@ -37,6 +37,11 @@ $(VENV)/.installed: pyproject.toml
 jars/.fetched: hashcdc/jars.py $(VENV)/.installed
 	$(BIN)/python -m hashcdc.jars
 	touch $@
+
+# The driver JVM's class archive (hashcdc/class_archive.py): Spark starts in about half
+# the time. Built once per JVM and jar set (a minute or two); a no-op when up to date.
+class-archive: jars/.fetched
+	$(BIN)/python -m hashcdc.class_archive
 
 demo: install
 	$(BIN)/hashcdc demo

@@ -15,6 +15,7 @@ from typing import Any
 import jinja2
 import yaml
 
+from hashcdc.class_archive import with_class_archive
 from hashcdc.cluster import watch_executors
 from hashcdc.dates import BUSINESS_DATE_ENV
 from hashcdc.errors import HashcdcError
@@ -245,7 +246,7 @@ def session_with(settings: dict[str, Any] | None) -> Any:
 
     ensure_metastore_free(settings)
     builder = SparkSession.builder.enableHiveSupport()
-    for key, value in with_table_format(settings).items():
+    for key, value in with_class_archive(with_table_format(settings)).items():
         builder = builder.config(key, str(value))
     first = SparkContext._active_spark_context is None  # noqa: SLF001
     with jvm_noise_filtered():
