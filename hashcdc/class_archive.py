@@ -3,7 +3,7 @@
 Before a date's first row is read, the driver JVM loads and verifies tens of thousands of
 classes: Spark SQL, Hive's metastore client, DataNucleus, Derby, Delta. Measured on the
 2-core machine (session, first catalog call, first Delta read): 14–17 s without an
-archive, 8–10 s with one. A HotSpot dynamic CDS archive (``-XX:ArchiveClassesAtExit``)
+archive, 6–10 s with one. A HotSpot dynamic CDS archive (``-XX:ArchiveClassesAtExit``)
 keeps those classes parsed and verified in a file the JVM maps at start-up
 (``-XX:SharedArchiveFile``).
 
@@ -130,8 +130,9 @@ def build() -> Path:
 
 
 if __name__ == "__main__":
-    if archive_path().is_file():
-        print(f"class archive up to date: {archive_path()}")
+    current = archive_path()
+    if current.is_file():
+        print(f"class archive up to date: {current}")
     else:
         try:
             print(f"wrote {build()}")
