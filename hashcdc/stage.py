@@ -8,8 +8,9 @@ cannot be loaded (``_row_errors``; with ``duplicates_keep_last_by`` also superse
 duplicates), and ``keyhash`` and ``nonkeyhash`` are computed (:mod:`hashcdc.hashing`).
 Change feeds take the event path (:mod:`hashcdc.feed`). All per-row work is native Spark.
 
-After dbt has written the stage, :mod:`hashcdc.checks` decides whether the run goes on,
-and :mod:`hashcdc.rejects` keeps the rejected rows in ``<table>_rejects``.
+The stage is not written: it is kept in the Spark session for the models after it
+(:mod:`hashcdc.session_stage`). Once it is computed, :mod:`hashcdc.checks` decides whether
+the run goes on, and :mod:`hashcdc.rejects` keeps the rejected rows in ``<table>_rejects``.
 """
 
 from __future__ import annotations
@@ -104,7 +105,11 @@ def state_table(schema: str | None, table: TableConfig) -> str | None:
 
 
 def typecast_and_hash(
-    spark: SparkSession, table_data: dict[str, Any], business_date: Any, schema: str | None = None
+    spark: SparkSession,
+    table_data: dict[str, Any],
+    business_date: Any,
+    schema: str | None = None,
+    prepare: bool = True,
 ) -> DataFrame:
     """Build the stage DataFrame of one table for one business date.
 
@@ -118,6 +123,10 @@ def typecast_and_hash(
         ``YYYY-MM-DD``.
     schema : str, optional
         The schema of the table's models: a change feed reads its previous state there.
+    prepare : bool
+        Upgrade the table's states, record inferred column additions and evolve the tables
+        first (the stage model); False when the stage is computed again for a consumer
+        (:func:`hashcdc.session_stage.session_stage`), after its date's run prepared them.
 
     Returns
     -------
@@ -135,10 +144,11 @@ def typecast_and_hash(
     date = parse_business_date(business_date)
     inferred: list[str] = []
     if schema:
-        upgrade_states(spark, schema, table)
+        if prepare:
+            upgrade_states(spark, schema, table)
         table, inferred = infer_additions(spark, schema, table, date)
     files = checked_extract(spark, table, date)
-    if schema:
+    if schema and prepare:
         # Recorded before the column is added: a run killed in between knows it next time.
         record_additions(spark, schema, table, inferred, date)
         evolve_tables(spark, schema, table)

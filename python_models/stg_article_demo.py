@@ -9,7 +9,7 @@ from hashcdc.stage import typecast_and_hash
 
 
 def model(dbt, session):
-    dbt.config(materialized="table")
+    dbt.config(materialized="session_stage")
     return typecast_and_hash(
         session,
         dbt.config.meta_get("hashcdc_table"),
@@ -18,6 +18,6 @@ def model(dbt, session):
     )
 
 
-# Called by the hashcdc adapter after the table is written: stops the run when rejected
-# rows exceed the table's limits, or a key occurs twice.
+# Called by the hashcdc adapter once the stage is kept in the session: stops the run when
+# rejected rows exceed the table's limits, or a key occurs twice.
 validate = validate_stage

@@ -19,7 +19,9 @@ from dbt_common.exceptions import DbtRuntimeError
 from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import BUSINESS_DATE_ENV
+from hashcdc.errors import HashcdcError
 from hashcdc.maintenance import compact_if_due
+from hashcdc.session_stage import session_stage
 from hashcdc.versions import applied_versions, commit_metadata_statement, restore
 
 # Listing a schema while another process replaces one of its tables: tries, then a
@@ -93,6 +95,32 @@ class HashcdcAdapter(SparkAdapter):
             }
             for applied in applied_versions(spark, table)
         ]
+
+    @available
+    def hashcdc_session_stage(
+        self,
+        relation: BaseRelation,
+        table_config: dict[str, Any],
+        business_date: str,
+        partitions: Any = None,
+    ) -> str:
+        """The temporary view of a stage for a date (:func:`hashcdc.session_stage.session_stage`).
+
+        The view the stage model kept in this session, or — when a command runs a consumer
+        without its stage — one computed again from the extract.
+        """
+        from pyspark.sql import SparkSession
+
+        try:
+            return session_stage(
+                SparkSession.builder.getOrCreate(),
+                f"{relation.schema}.{relation.identifier}",
+                table_config,
+                business_date,
+                int(partitions) if partitions else None,
+            )
+        except HashcdcError as exc:
+            raise DbtRuntimeError(str(exc)) from None
 
     @available
     def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:

@@ -231,7 +231,9 @@
                 count(*) as rows_in,
                 count_if(_row_errors is not null) as rejects,
                 {{ 'max(if(_row_errors is null and is_new_event, event_time, null))' if is_feed else 'cast(null as timestamp)' }} as latest_event_at
-            from {{ stage_result.node.relation_name }}
+            from {{ hashcdc.stage_relation(api.Relation.create(
+                schema=stage_result.node.schema, identifier=stage_result.node.alias),
+                business_date) }}
         ) as incoming
         cross join (
             {#- The counts the date's diff recorded in the W row of the state's commit. #}

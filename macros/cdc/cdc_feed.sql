@@ -318,6 +318,7 @@ select * from final
     against the previous snapshot's W and A rows), each once (a file delivered twice, or an
     event re-sent, is applied once). -#}
 {%- set business_date = hashcdc.business_date() -%}
+{%- set incoming = hashcdc.stage_relation(incoming) -%}
 previous_watermark as (
     {{- hashcdc._previous_snapshot(
         state, previous, incoming, ['event_sequence'], operations=['W']) }}

@@ -18,6 +18,7 @@
     and the W row: the date, and its operation counts. Unchanged keys are not written. -#}
 {%- set business_date = hashcdc.business_date() -%}
 {%- set previous = hashcdc.checked_previous_state(business_date, table_name) -%}
+{%- set incoming = hashcdc.stage_relation(incoming) -%}
 {%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
 {%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}

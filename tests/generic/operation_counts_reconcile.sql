@@ -20,6 +20,7 @@
     {%- set business_date = hashcdc.business_date() -%}
 {%- endif -%}
 {%- set applied = hashcdc.applied_state_version(model, business_date) -%}
+{%- set incoming = hashcdc.stage_relation(incoming, business_date) -%}
 with
 
 state_rows as (

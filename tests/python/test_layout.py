@@ -1,5 +1,6 @@
-"""File layout: a table's own bucket count for its stage, and a state that a date changes
-only where its keys changed (a Delta MERGE with deletion vectors)."""
+"""Layout: a table's own bucket count for its stage (kept in the session, never written), and
+a state that a date changes only where its keys changed (a Delta MERGE with deletion
+vectors)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ from servers import snapshot_sql
 
 from hashcdc import datagen, generate
 from hashcdc.config import load_table_configs
+from hashcdc.session_stage import view_name
 
 DATES = ["2023-09-01", "2023-09-02"]
 TABLE = "lay_rebucket"
 
 
-def _buckets(project: Any, table: str) -> int:
-    details = {r["col_name"]: r["data_type"] for r in project.rows(f"describe extended {table}")}
-    return int(details["Num Buckets"])
+def _stage_partitions(project: Any, business_date: str) -> int:
+    """The partitions of the stage the date's run kept; no stage table is written."""
+    spark = project.spark
+    schema = spark.catalog.currentDatabase()
+    assert not spark.catalog.tableExists(f"{schema}.stg_{TABLE}")
+    return spark.table(view_name(f"{schema}.stg_{TABLE}", business_date)).rdd.getNumPartitions()
 
 
 def _rows(project: Any) -> list[tuple[str, str]]:
@@ -45,7 +50,7 @@ def test_a_new_bucket_count_changes_the_stage_and_a_date_rewrites_no_unchanged_r
     for business_date in DATES:
         outcome = project.build(business_date, TABLE)
         assert outcome.success, outcome.text
-    assert _buckets(project, f"stg_{TABLE}") == 4
+    assert _stage_partitions(project, DATES[-1]) == 4
     # Day 2's commit: the changed keys' rows, deletion vectors for the rows they replace;
     # not one unchanged row copied.
     merge = project.rows(f"describe history {TABLE}_state limit 1")[0]
@@ -58,5 +63,5 @@ def test_a_new_bucket_count_changes_the_stage_and_a_date_rewrites_no_unchanged_r
     configure(2)
     outcome = project.build("2023-09-02", TABLE)  # the latest date again, on 2 buckets
     assert outcome.success, outcome.text
-    assert _buckets(project, f"stg_{TABLE}") == 2
+    assert _stage_partitions(project, DATES[-1]) == 2
     assert _rows(project) == before

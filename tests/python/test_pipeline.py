@@ -15,6 +15,7 @@ import pytest
 from oracle import Version, apply_extract
 
 from hashcdc.project import for_business_date, table_selector
+from hashcdc.session_stage import release_stage, view_name
 
 COLUMNS = ["region", "id", "name", "amount", "score", "active", "born", "updated_at"]
 KEYS = ["region", "id"]
@@ -271,6 +272,36 @@ def test_rerunning_the_latest_date_is_idempotent(project: Any) -> None:
         )
     assert outcome.success, outcome.text
     assert snapshot() == before
+
+
+def test_the_stage_is_kept_in_the_session_and_computed_again_for_a_command_without_it(
+    project: Any,
+) -> None:
+    name = "kept_stage"
+    project.add_table(table_config(name, "full"))
+    run_first_two_dates(project, name)
+    spark = project.spark
+    schema = spark.catalog.currentDatabase()
+    stage = f"{schema}.stg_{name}"
+    assert not spark.catalog.tableExists(stage)  # nothing of the stage is written
+    view = view_name(stage, DATES[1])
+    assert spark.table(view).count() == spark.table(f"{name}_current").count()
+
+    # A later process has no kept stage: `dbt test` and a rejects model run alone compute it
+    # again from the date's extract (and its tests pass on it).
+    release_stage(spark, stage)
+    assert not spark.catalog.tableExists(view)
+    with for_business_date(DATES[1]):
+        tested = project.dbt("test", "--select", f"{name}_state")
+        rejects = project.dbt("run", "--select", f"{name}_rejects")
+    assert tested.success, tested.text
+    assert rejects.success, rejects.text
+    assert spark.table(view).count() == spark.table(f"{name}_current").count()
+
+    # Without a date, `dbt test` checks the latest date the state holds, on its extract.
+    release_stage(spark, stage)
+    outcome = project.dbt("test", "--select", f"{name}_state")
+    assert outcome.success, outcome.text
 
 
 def test_a_date_older_than_the_latest_is_refused(project: Any) -> None:
