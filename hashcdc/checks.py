@@ -1,7 +1,7 @@
-"""Checks of a written stage that decide whether a business date's run goes on.
+"""Checks of a stage that decide whether a business date's run goes on.
 
-Called by the hashcdc adapter after dbt has written ``stg_<table>`` (the generated model's
-``validate`` hook), before the state and history models run: rejected rows above the
+Called by the hashcdc adapter once ``stg_<table>`` is kept in the Spark session (the
+generated model's ``validate`` hook; their first action computes and caches it), before the state and history models run: rejected rows above the
 table's limits, keys that occur twice, and (change feeds) conflicting events stop the run
 with a message naming table, file, row, line and column, so the previous state is never
 touched; within the limits, the counts are reported.
@@ -29,7 +29,7 @@ def _fail_on_duplicate_keys(table: TableConfig, date: str, written: DataFrame) -
     """Refuse an extract in which a key occurs more than once, listing examples.
 
     Resolving duplicates silently would pick an arbitrary version of the row. The stage is
-    bucketed by ``keyhash``, so this aggregation needs no shuffle.
+    partitioned by ``keyhash`` in the session, so this aggregation needs no shuffle.
     """
     repeated = written.groupBy("keyhash").count().where(F.col("count") > 1)
     repeated_count = repeated.count()
@@ -56,7 +56,7 @@ def _fail_on_duplicate_keys(table: TableConfig, date: str, written: DataFrame) -
 
 
 def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
-    """Fail the stage with a clear message when any row of the written stage has errors.
+    """Fail the stage with a clear message when any row of the stage has errors.
 
     Parameters
     ----------
@@ -65,7 +65,7 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     spark : SparkSession
         The active session.
     written : DataFrame
-        The stage table as written.
+        The stage as kept in the session (:func:`hashcdc.session_stage.keep_stage`).
 
     Raises
     ------

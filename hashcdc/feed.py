@@ -657,8 +657,8 @@ def fail_on_conflicting_events(table: TableConfig, date: str, loaded: DataFrame)
 
     The same event delivered twice is harmless (it is applied once); two different events
     at one position could be applied in either order. A snapshot read and a streamed
-    change at one position are ordered (:func:`read_phase`). The stage is bucketed by
-    ``keyhash``, so this aggregation needs no shuffle.
+    change at one position are ordered (:func:`read_phase`). The stage is partitioned
+    by ``keyhash`` in the session, so this aggregation needs no shuffle.
     """
     conflicts = (
         loaded.where(F.col("keyhash").isNotNull())

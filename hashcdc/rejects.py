@@ -80,7 +80,7 @@ def rejected_rows(
     spark : SparkSession
         The active session.
     stage : DataFrame
-        The stage table ``stg_<table>`` as written for the date.
+        The stage ``stg_<table>`` of the date, as kept in the session.
     table_data : dict
         The table config as embedded by ``hashcdc generate``.
     business_date : str

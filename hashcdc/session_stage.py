@@ -99,7 +99,8 @@ def keep_stage(
 
 def _release(spark: SparkSession, key: str) -> None:
     previous = _kept.pop(key, None)
-    if previous is None:
+    # A stage of a session since stopped went with it (its cache and view).
+    if previous is None or previous.frame.sparkSession is not spark:
         return
     previous.frame.unpersist()
     spark.catalog.dropTempView(previous.view)
@@ -145,7 +146,12 @@ def session_stage(
     view = view_name(relation, date)
     with _kept_lock:
         kept = _kept.get(_relation_key(relation))
-    if kept is not None and kept.view == view and spark.catalog.tableExists(view):
+    if (
+        kept is not None
+        and kept.view == view
+        and kept.frame.sparkSession is spark
+        and spark.catalog.tableExists(view)
+    ):
         return view
     schema = relation.replace("`", "").rsplit(".", 1)[0] if "." in relation else None
     frame = typecast_and_hash(spark, table_data, date, schema=schema, prepare=False)
