@@ -1,10 +1,11 @@
 """Checks of a stage that decide whether a business date's run goes on.
 
 Called by the hashcdc adapter once ``stg_<table>`` is kept in the Spark session (the
-generated model's ``validate`` hook; their first action computes and caches it), before the state and history models run: rejected rows above the
-table's limits, keys that occur twice, and (change feeds) conflicting events stop the run
-with a message naming table, file, row, line and column, so the previous state is never
-touched; within the limits, the counts are reported.
+generated model's ``validate`` hook; its first action computes and caches the stage),
+before the state and history models run: rejected rows above the table's limits, keys
+that occur twice, and (change feeds) conflicting events stop the run with a message
+naming table, file, row, line and column, so the previous state is never touched; within
+the limits, the counts are reported.
 """
 
 from __future__ import annotations

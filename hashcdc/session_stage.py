@@ -12,10 +12,11 @@ A command that runs a consumer without its stage (``dbt test`` alone, ``dbt run 
 view for the date and computes the stage again from the extract, without its side effects
 (upgrades, recorded column additions): :func:`session_stage` is the one way to the stage.
 
-One view per stage relation and business date, for the life of the session (a later
-``dbt test`` in the same process reads it); registering a stage releases that relation's
-other dates, so a long process (``hashcdc run`` of several dates, the bench, the test
-suite) holds at most one date per table. A stage its checks refused is released at once.
+One view per stage relation and business date. A later ``dbt test`` in the same process
+reads it; the next invocation that runs a stage model releases every stage kept before it
+(the next date's run, another table's), so a long process (``hashcdc run`` of several
+dates, the bench, the test suite) holds only the stages of one invocation. A stage its
+checks refused is released at once.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ VIEW_PREFIX = "hashcdc_stage"
 class _KeptStage:
     view: str
     frame: DataFrame
+    invocation: str | None
 
 
 _kept: dict[str, _KeptStage] = {}
@@ -62,6 +64,7 @@ def keep_stage(
     relation: str,
     business_date: str,
     partitions: int | None = None,
+    invocation: str | None = None,
 ) -> DataFrame:
     """Keep a stage in the session for a date: partitioned by ``keyhash``, cached, a view.
 
@@ -78,6 +81,9 @@ def keep_stage(
     partitions : int, optional
         Partitions by ``keyhash`` (the table's ``buckets``); default: the session's
         ``spark.sql.shuffle.partitions``, so joins on ``keyhash`` move only the other side.
+    invocation : str, optional
+        dbt's ``invocation_id`` of the stage model's run: the stages kept by any other
+        invocation are released (None: a stage computed again for a consumer).
 
     Returns
     -------
@@ -91,9 +97,11 @@ def keep_stage(
     kept = frame.repartition(count, "keyhash").persist(STAGE_STORAGE)
     view = view_name(relation, date)
     with _kept_lock:
-        _release(spark, _relation_key(relation))
+        for key, other in list(_kept.items()):
+            if key == _relation_key(relation) or (invocation and other.invocation != invocation):
+                _release(spark, key)
         kept.createOrReplaceTempView(view)
-        _kept[_relation_key(relation)] = _KeptStage(view, kept)
+        _kept[_relation_key(relation)] = _KeptStage(view, kept, invocation)
     return spark.table(view)
 
 

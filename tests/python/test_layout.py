@@ -65,3 +65,23 @@ def test_a_new_bucket_count_changes_the_stage_and_a_date_rewrites_no_unchanged_r
     assert outcome.success, outcome.text
     assert _stage_partitions(project, DATES[-1]) == 2
     assert _rows(project) == before
+
+
+def test_an_invocation_that_keeps_a_stage_releases_those_of_earlier_invocations(
+    spark: Any,
+) -> None:
+    from hashcdc.session_stage import keep_stage
+
+    def stage(rows: int) -> Any:
+        return spark.range(rows).selectExpr("unhex(md5(cast(id as string))) as keyhash")
+
+    first = [f"layout.stg_first_{n}" for n in (1, 2)]
+    for relation in first:
+        keep_stage(spark, stage(10), relation, "2024-05-01", 2, "invocation-1")
+    assert all(spark.catalog.tableExists(view_name(r, "2024-05-01")) for r in first)
+
+    kept = keep_stage(spark, stage(20), "layout.stg_second", "2024-05-02", 2, "invocation-2")
+    assert kept.count() == 20
+    assert kept.rdd.getNumPartitions() == 2
+    assert not any(spark.catalog.tableExists(view_name(r, "2024-05-01")) for r in first)
+    assert spark.catalog.tableExists(view_name("layout.stg_second", "2024-05-02"))

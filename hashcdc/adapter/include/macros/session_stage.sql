@@ -1,8 +1,9 @@
 {#-
     Materialization `session_stage` (Python models): the model's DataFrame is kept in the
-    Spark session for the rest of the dbt invocation — partitioned by `keyhash` into the
-    model's `buckets`, cached, registered as a temporary view (hashcdc.session_stage) —
-    instead of being written as a table. Models and tests after it read it through
+    Spark session — partitioned by `keyhash` into the model's `buckets`, cached, registered
+    as a temporary view named after the relation and the business date
+    (hashcdc.session_stage) — instead of being written as a table. The stages kept by an
+    earlier invocation in the same process are released. Models and tests after it read it through
     `hashcdc.stage_relation(ref(...))`; a command that runs them without it computes it
     again. `validate(dbt, spark, kept)`, when the model file defines it, runs on the kept
     rows (its first action computes and caches them); raising there fails the model.
@@ -41,6 +42,7 @@ kept = keep_stage(
     "{{ target_relation }}",
     session_business_date(spark),
     {{ config.get('buckets') | int if config.get('buckets') else 'None' }},
+    "{{ invocation_id }}",
 )
 if "validate" in globals():
     try:
