@@ -11,9 +11,9 @@
         first (Spark refuses a managed table over a non-empty location);
       - the table is dropped and created, not replaced: the session catalog is Delta's,
         which replaces only Delta tables (a parquet table gets `UNSUPPORTED_FEATURE`);
-      - a model file may define `validate(dbt, spark, written)`, called after the table
-        is written; raising there fails the model, so downstream models never run;
       - `dbt.ref` of the table's stage reads the session's stage (hashcdc.session_stage).
+    (The stage itself is not written: materialization `session_stage`, which also runs
+    its model's `validate` hook.)
 -#}
 {% macro py_write_table(compiled_code, target_relation) %}
 {{ compiled_code }}
@@ -60,9 +60,6 @@ writer = writer.bucketBy({{ buckets | int }}, *{{ bucket_columns | tojson }})
 writer = writer.partitionBy(*{{ partition_columns | tojson }})
 {%- endif %}
 writer.saveAsTable("{{ target_relation }}")
-
-if "validate" in globals():
-    validate(dbt, spark, spark.table("{{ target_relation }}"))
 {%- endmacro -%}
 
 
