@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from hashcdc.peer import PEERS
+from hashcdc.relations import Relations
 
 DATES = ("2019-06-18", "2019-06-19", "2019-06-20")
 # The article's day 2, then a typical day: a full extract in which 1% of the rows changed.
@@ -189,13 +190,13 @@ def _run_days(
 
 def _state_detail(spark: Any, table: str) -> Any:
     """Delta's ``describe detail`` of a table's state: its current version's bytes, files."""
-    return spark.sql(f"describe detail {table}_state").first()
+    return spark.sql(f"describe detail {Relations(table).state}").first()
 
 
 def _read_current(spark: Any, table: str) -> dict[str, float]:
     """Seconds to count ``current`` and to filter it on one key value."""
-    key = spark.table(f"{table}_current").select("key_1").first()[0]
-    current = spark.table(f"{table}_current")
+    current = spark.table(Relations(table).current)
+    key = current.select("key_1").first()[0]
     count, _ = _timed(current.count)
     selective, _ = _timed(current.where(f"key_1 = '{key}'").collect)
     return {"count_s": round(count, 2), "filter_s": round(selective, 2)}
@@ -211,7 +212,7 @@ def _week_without_compaction(spark: Any, options: Any) -> dict[str, Any]:
     _read_current(spark, table)  # warm: the first read also lists the log
     figures["week_read_uncompacted"] = _read_current(spark, table)
     # Every version kept: the bench measures compaction, not retention.
-    compacting = _timed(lambda: compact(spark, f"{table}_state", len(options.dates)))
+    compacting = _timed(lambda: compact(spark, Relations(table).state, len(options.dates)))
     figures["week_compact_s"] = round(compacting[0], 2)
     figures["week_read_compacted"] = _read_current(spark, table)
     return figures
@@ -259,7 +260,7 @@ def _peer_days(spark: Any, peer: Any, options: Any, prefix: str) -> dict[str, An
         figures[f"{name}day{day}_snapshot_s"] = steps["snapshot_s"]
         figures[f"{name}day{day}_s"] = steps["s"]
     current = peer.current_rows(options.table_name, spark)
-    ours = spark.table(f"{options.table_name}_current").count()
+    ours = spark.table(Relations(options.table_name).current).count()
     figures[f"{name}current_rows"] = current
     if current != ours:
         print(

@@ -113,7 +113,7 @@ def _check_reject_limits(
     if exceeded is None:
         print(
             f"hashcdc: table '{table.name}', business date {date}: {rejected} of {total} "
-            f"row(s) rejected, kept in {table.name}_rejects; the rest is processed."
+            f"row(s) rejected, kept in {table.relations.rejects}; the rest is processed."
         )
         return
     examples = (

@@ -34,6 +34,7 @@ from hashcdc.project import (
     spark_session,
     table_selector,
 )
+from hashcdc.relations import Relations
 
 
 def _date(text: str) -> str:
@@ -630,12 +631,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             )
             return 1
         current = spark.sql(
-            counts_sql.format(relation="current", table=f"{DEMO_TABLE}_current", where="")
+            counts_sql.format(relation="current", table=Relations(DEMO_TABLE).current, where="")
         ).collect()
         history = spark.sql(
             counts_sql.format(
                 relation="history",
-                table=f"{DEMO_TABLE}_history",
+                table=Relations(DEMO_TABLE).history,
                 where=f"where business_date = date'{business_date}'",
             )
         ).collect()

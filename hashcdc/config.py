@@ -28,6 +28,7 @@ import jsonschema
 import yaml
 
 from hashcdc.errors import ConfigError
+from hashcdc.relations import Relations
 
 # The schema of tables/<name>.yml, declared once: its fields, types, enumerations, defaults,
 # descriptions and each field's message. `hashcdc schema` prints it for editors; the rules
@@ -228,6 +229,11 @@ class TableConfig:
     history_retention_days: int | None = None
     rejects_retention_days: int | None = None
     config_file: str = ""
+
+    @property
+    def relations(self) -> Relations:
+        """The names of the table's models and tables (:mod:`hashcdc.relations`)."""
+        return Relations(self.name)
 
     @property
     def is_feed(self) -> bool:

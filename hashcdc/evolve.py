@@ -68,19 +68,16 @@ class PersistedTable:
 def persisted_tables(schema: str, table: TableConfig) -> list[PersistedTable]:
     """The tables (not views) that hold a table's rows, in the schema of its models."""
     main, sensitive = table.main_columns, table.sensitive_columns
+    names = table.relations.in_schema(schema)
     tables = [
-        PersistedTable(f"{schema}.{table.name}_state", main, STATE_OWN_COLUMNS),
-        PersistedTable(f"{schema}.{table.name}_history", main, {}),
-        PersistedTable(f"{schema}.{table.name}_changelog", main, {}, has_images=True),
+        PersistedTable(names.state, main, STATE_OWN_COLUMNS),
+        PersistedTable(names.history, main, {}),
+        PersistedTable(names.changelog, main, {}, has_images=True),
     ]
     if sensitive:
         tables += [
-            PersistedTable(
-                f"{schema}.{table.name}_sensitive_state",
-                sensitive,
-                STATE_OWN_COLUMNS,
-            ),
-            PersistedTable(f"{schema}.{table.name}_sensitive_history", sensitive, {}),
+            PersistedTable(names.sensitive_state, sensitive, STATE_OWN_COLUMNS),
+            PersistedTable(names.sensitive_history, sensitive, {}),
         ]
     return tables
 
@@ -111,7 +108,8 @@ def infer_additions(
         first date cannot be inferred; the message gives the YAML line to add.
 
     """
-    state = f"{schema}.{table.name}_state"
+    names = table.relations.in_schema(schema)
+    state = names.state
     if not spark.catalog.tableExists(state):
         return table, []
     recorded = {
@@ -120,7 +118,7 @@ def infer_additions(
         if key.startswith(ADDED_PROPERTY_PREFIX)
     }
     existing = {field.name for field in spark.table(state).schema.fields}
-    sensitive_state = f"{schema}.{table.name}_sensitive_state"
+    sensitive_state = names.sensitive_state
     if table.sensitive_columns and spark.catalog.tableExists(sensitive_state):
         existing |= {field.name for field in spark.table(sensitive_state).schema.fields}
     columns, inferred = [], []
@@ -157,7 +155,8 @@ def record_additions(
     properties = ", ".join(
         f"'{ADDED_PROPERTY_PREFIX}{name}' = '{business_date}'" for name in inferred
     )
-    spark.sql(f"alter table {schema}.{table.name}_state set tblproperties ({properties})")
+    state = table.relations.in_schema(schema).state
+    spark.sql(f"alter table {state} set tblproperties ({properties})")
     added = ", ".join(f"'{name}'" for name in inferred)
     print(
         f"hashcdc: table '{table.name}': column(s) {added} first appear in the extract of "

@@ -194,7 +194,7 @@ def sensitive_context(table: TableConfig, context: dict[str, Any]) -> dict[str, 
     sensitive = table.sensitive_columns
     grants = table.sensitive_grants
     return context | {
-        "state_model": f"{table.name}_sensitive_state",
+        "state_model": table.relations.sensitive_state,
         "runs_after": context["state_model"],
         "grants": repr({k: list(v) for k, v in grants.items()}) if grants else None,
         "column_list": _column_list(sensitive),
@@ -214,6 +214,7 @@ def table_context(table: TableConfig) -> dict[str, Any]:
     )
     return {
         "name": table.name,
+        "relations": table.relations,
         "description": table.description,
         "note": GENERATED_NOTE.format(config=table.config_file),
         "extract_type": table.extract_type,
@@ -232,7 +233,7 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         "enabled": table.enabled,
         "history_retention_hook": _retention_hook(table.history_retention_days),
         "rejects_retention_hook": _retention_hook(table.rejects_retention_days),
-        "state_model": f"{table.name}_state",
+        "state_model": table.relations.state,
         "runs_after": None,
         "grants": None,
         "column_list": _column_list(table.main_columns),
@@ -265,31 +266,33 @@ def _render(template: str, context: dict[str, Any]) -> str:
 
 def relations(table: TableConfig) -> list[tuple[str, bool]]:
     """(name, is a view) of every relation a table's generated models create."""
-    views = [f"{table.name}_current", f"{table.name}_scd2"]
-    tables = [f"stg_{table.name}", f"{table.name}_rejects", f"{table.name}_state"]
-    tables += [f"{table.name}_history"] + ([f"{table.name}_changelog"] if table.changelog else [])
+    names = table.relations
+    views = [names.current, names.scd2]
+    tables = [names.stage, names.rejects, names.state, names.history]
+    tables += [names.changelog] if table.changelog else []
     if table.sensitive_columns:
-        views.append(f"{table.name}_sensitive_current")
-        tables += [f"{table.name}_sensitive_state", f"{table.name}_sensitive_history"]
+        views.append(names.sensitive_current)
+        tables += [names.sensitive_state, names.sensitive_history]
     return [(name, True) for name in views] + [(name, False) for name in tables]
 
 
 def _table_files(table: TableConfig) -> list[GeneratedFile]:
     context = table_context(table)
-    name = table.name
-    folder = Path("models") / name
+    names = table.relations
+    folder = Path("models") / table.name
+    python_models = Path("python_models")
     targets = {
-        Path("python_models") / f"stg_{name}.py": "stage_model.py.j2",
-        Path("python_models") / f"{name}_rejects.py": "rejects_model.py.j2",
-        Path("python_models") / f"stg_{name}.yml": "stage_properties.yml.j2",
-        folder / f"{name}_state.sql": "state.sql.j2",
-        folder / f"{name}_current.sql": "current.sql.j2",
-        folder / f"{name}_history.sql": "history.sql.j2",
-        folder / f"{name}_scd2.sql": "scd2.sql.j2",
-        folder / f"_{name}__models.yml": "models_properties.yml.j2",
+        python_models / f"{names.stage}.py": "stage_model.py.j2",
+        python_models / f"{names.rejects}.py": "rejects_model.py.j2",
+        python_models / f"{names.stage}.yml": "stage_properties.yml.j2",
+        folder / f"{names.state}.sql": "state.sql.j2",
+        folder / f"{names.current}.sql": "current.sql.j2",
+        folder / f"{names.history}.sql": "history.sql.j2",
+        folder / f"{names.scd2}.sql": "scd2.sql.j2",
+        folder / f"_{table.name}__models.yml": "models_properties.yml.j2",
     }
     if table.changelog:
-        targets[folder / f"{name}_changelog.sql"] = "changelog.sql.j2"
+        targets[folder / f"{names.changelog}.sql"] = "changelog.sql.j2"
     files = [
         GeneratedFile(path, _render(template, context), table.config_file)
         for path, template in targets.items()
@@ -299,7 +302,7 @@ def _table_files(table: TableConfig) -> list[GeneratedFile]:
         sensitive = sensitive_context(table, context)
         files += [
             GeneratedFile(
-                folder / f"{name}_sensitive_{kind}.sql",
+                folder / f"{names.sensitive(kind)}.sql",
                 _render(template, sensitive),
                 table.config_file,
             )

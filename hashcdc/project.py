@@ -26,6 +26,7 @@ from hashcdc.metastore import (
     prepare_shared_metastore,
     release_metastore_on_exit,
 )
+from hashcdc.relations import Relations
 
 
 def find_project_dir(start: Path | None = None) -> Path:
@@ -130,7 +131,7 @@ def table_selector(table_names: Sequence[str]) -> list[str]:
     """Dbt ``--select`` arguments for the named tables (stage, models and tests)."""
     if not table_names:
         return []
-    return ["--select", *[f"stg_{name}+" for name in table_names]]
+    return ["--select", *[f"{Relations(name).stage}+" for name in table_names]]
 
 
 def _render_env(value: Any) -> Any:

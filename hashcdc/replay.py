@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from hashcdc.errors import HashcdcError
+from hashcdc.relations import Relations
 from hashcdc.versions import applied_versions
 
 
@@ -25,7 +26,8 @@ def _relation_exists(spark: Any, name: str) -> bool:
 
 def processed_dates(spark: Any, table: str) -> tuple[list[str], list[str]]:
     """(dates the state can be restored to, all processed dates) of a table, ascending."""
-    state, history = f"{table}_state", f"{table}_history"
+    names = Relations(table)
+    state, history = names.state, names.history
     if not _relation_exists(spark, state):
         return [], []
     snapshots = [applied.business_date for applied in applied_versions(spark, state)]

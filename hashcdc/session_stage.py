@@ -30,6 +30,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from hashcdc.dates import parse_business_date
+from hashcdc.relations import Relations
 
 # Spark's default for a DataFrame's cache: columnar batches in memory, spilled to the local
 # disk when the storage memory is short (never recomputed, never lost).
@@ -173,7 +174,7 @@ def relation_reader(spark: SparkSession, table_data: dict[str, Any] | None, sche
     The model's own table's stage (``schema.stg_<table>``) is read from the session
     (:func:`session_stage`); any other relation is read from the catalog.
     """
-    stage = f"{schema}.stg_{table_data['name']}".lower() if table_data else None
+    stage = Relations(table_data["name"], schema).stage.lower() if table_data else None
 
     def read(relation: str) -> DataFrame:
         if stage is not None and _relation_key(relation) == stage:

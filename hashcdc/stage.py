@@ -101,7 +101,7 @@ def _mark_superseded_duplicates(frame: DataFrame, table: TableConfig) -> DataFra
 
 def state_table(schema: str | None, table: TableConfig) -> str | None:
     """The qualified name of a table's state model (None when the schema is unknown)."""
-    return f"{schema}.{table.name}_state" if schema else None
+    return table.relations.in_schema(schema).state if schema else None
 
 
 def typecast_and_hash(

@@ -29,9 +29,10 @@ LIVE_OPERATIONS = ("I", "U", "N", "X")
 
 def state_tables(schema: str, table: TableConfig) -> list[str]:
     """The state tables of a table config (main, and sensitive when it has such columns)."""
-    names = [f"{schema}.{table.name}_state"]
+    relations = table.relations.in_schema(schema)
+    names = [relations.state]
     if table.sensitive_columns:
-        names.append(f"{schema}.{table.name}_sensitive_state")
+        names.append(relations.sensitive_state)
     return names
 
 

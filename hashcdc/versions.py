@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from hashcdc.relations import is_state
+
 BUSINESS_DATE_KEY = "hashcdc_business_date"
 # The oldest date whose version retention keeps (hashcdc.maintenance).
 KEPT_SINCE_PROPERTY = "hashcdc.kept_since"
@@ -168,7 +170,7 @@ def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -
         qualified = f"{schema}.{table.name}"
         if table.tableType == "VIEW":
             views.append(table.name)
-        elif table.name.endswith("_state") and is_delta(spark, qualified):
+        elif is_state(table.name) and is_delta(spark, qualified):
             applied = version_as_of(applied_versions(spark, qualified), business_date)
             shadowed[table.name] = (
                 f"select * from {qualified} version as of {applied.last_version}"
