@@ -11,9 +11,29 @@ by them.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import overload
 
 STAGE_PREFIX = "stg_"
 STATE_SUFFIX = "_state"
+
+
+class _Name:
+    """A relation name of a table, from a pattern with ``{table}``: a read-only attribute."""
+
+    def __init__(self, pattern: str, doc: str) -> None:
+        self.pattern = pattern
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, relations: None, owner: type) -> _Name: ...
+
+    @overload
+    def __get__(self, relations: Relations, owner: type) -> str: ...
+
+    def __get__(self, relations: Relations | None, owner: type) -> str | _Name:
+        if relations is None:
+            return self
+        return relations.qualified(self.pattern.format(table=relations.table))
 
 
 @dataclass(frozen=True)
@@ -23,66 +43,28 @@ class Relations:
     table: str
     schema: str | None = None
 
+    stage = _Name(STAGE_PREFIX + "{table}", "The stage model (a temporary view of the session).")
+    rejects = _Name("{table}_rejects", "The rejected rows of every date.")
+    state = _Name("{table}" + STATE_SUFFIX, "Every key's latest row and each date's W row.")
+    current = _Name("{table}_current", "The view of the state's live rows.")
+    history = _Name("{table}_history", "The change rows of every date.")
+    scd2 = _Name("{table}_scd2", "The view of every version's validity.")
+    changelog = _Name("{table}_changelog", "Before and after images (``changelog: true``).")
+    sensitive_state = _Name("{table}_sensitive_state", "The sensitive columns' state.")
+    sensitive_history = _Name("{table}_sensitive_history", "The sensitive columns' history.")
+    sensitive_current = _Name("{table}_sensitive_current", "The sensitive columns' live rows.")
+
     def in_schema(self, schema: str) -> Relations:
         """The same relations, qualified by ``schema``."""
         return replace(self, schema=schema)
 
-    def _named(self, name: str) -> str:
+    def qualified(self, name: str) -> str:
+        """``name`` in this object's schema, when it has one."""
         return f"{self.schema}.{name}" if self.schema else name
-
-    @property
-    def stage(self) -> str:
-        """The stage model (a temporary view of the Spark session)."""
-        return self._named(f"{STAGE_PREFIX}{self.table}")
-
-    @property
-    def rejects(self) -> str:
-        """The rejected rows of every date."""
-        return self._named(f"{self.table}_rejects")
-
-    @property
-    def state(self) -> str:
-        """The state: every key's latest row, and each date's bookkeeping rows."""
-        return self._named(f"{self.table}{STATE_SUFFIX}")
-
-    @property
-    def current(self) -> str:
-        """The view of the state's live rows."""
-        return self._named(f"{self.table}_current")
-
-    @property
-    def history(self) -> str:
-        """The change rows of every date."""
-        return self._named(f"{self.table}_history")
-
-    @property
-    def scd2(self) -> str:
-        """The view of every version's validity."""
-        return self._named(f"{self.table}_scd2")
-
-    @property
-    def changelog(self) -> str:
-        """Before and after images of every change (``changelog: true``)."""
-        return self._named(f"{self.table}_changelog")
 
     def sensitive(self, kind: str) -> str:
         """A sensitive table's own ``state``, ``history`` or ``current``."""
-        return self._named(f"{self.table}_sensitive_{kind}")
-
-    @property
-    def sensitive_state(self) -> str:
-        """The sensitive columns' state."""
-        return self.sensitive("state")
-
-    @property
-    def sensitive_history(self) -> str:
-        """The sensitive columns' history."""
-        return self.sensitive("history")
-
-    @property
-    def sensitive_current(self) -> str:
-        """The view of the sensitive columns' live rows."""
-        return self.sensitive("current")
+        return self.qualified(f"{self.table}_sensitive_{kind}")
 
 
 def is_state(relation: str) -> bool:
