@@ -301,15 +301,11 @@ def _table_files(table: TableConfig) -> list[GeneratedFile]:
         # The sensitive columns' own state, current view and history: the same templates.
         sensitive = sensitive_context(table, context)
         files += [
-            GeneratedFile(
-                folder / f"{names.sensitive(kind)}.sql",
-                _render(template, sensitive),
-                table.config_file,
-            )
-            for kind, template in (
-                ("state", "state.sql.j2"),
-                ("current", "current.sql.j2"),
-                ("history", "history.sql.j2"),
+            GeneratedFile(folder / f"{name}.sql", _render(template, sensitive), table.config_file)
+            for name, template in (
+                (names.sensitive_state, "state.sql.j2"),
+                (names.sensitive_current, "current.sql.j2"),
+                (names.sensitive_history, "history.sql.j2"),
             )
         ]
     return files

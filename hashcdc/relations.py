@@ -62,10 +62,6 @@ class Relations:
         """``name`` in this object's schema, when it has one."""
         return f"{self.schema}.{name}" if self.schema else name
 
-    def sensitive(self, kind: str) -> str:
-        """A sensitive table's own ``state``, ``history`` or ``current``."""
-        return self.qualified(f"{self.table}_sensitive_{kind}")
-
 
 def is_state(relation: str) -> bool:
     """Whether a relation's name is that of a state table."""

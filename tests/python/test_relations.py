@@ -18,7 +18,7 @@ def test_every_relation_name_of_a_table() -> None:
         "orders_scd2",
         "orders_changelog",
     )
-    assert names.sensitive("state") == names.sensitive_state == "orders_sensitive_state"
+    assert names.sensitive_state == "orders_sensitive_state"
     assert names.sensitive_current == "orders_sensitive_current"
     assert names.sensitive_history == "orders_sensitive_history"
 
@@ -26,6 +26,6 @@ def test_every_relation_name_of_a_table() -> None:
 def test_names_in_a_schema_and_the_state_test() -> None:
     names = Relations("orders").in_schema("lake")
     assert names.state == "lake.orders_state"
-    assert names.sensitive("history") == "lake.orders_sensitive_history"
+    assert names.sensitive_history == "lake.orders_sensitive_history"
     assert is_state(names.state) and is_state(names.sensitive_state)
     assert not is_state(names.current)
