@@ -33,23 +33,24 @@ state_rows as (
     {%- endif %}
 ),
 
-recorded_counts as (
-    {#- The counts the date's diff recorded in the W row. #}
+incoming_rows as (
     select
-        count(*) as watermark_rows,
-        coalesce(max(operation_counts['I']), 0) as inserted,
-        coalesce(max(operation_counts['U']), 0) as updated,
-        coalesce(max(operation_counts['N']), 0) as unchanged,
-        coalesce(max(operation_counts['D']), 0) as deleted,
-        coalesce(max(operation_counts['X']), 0) as not_supplied,
-        coalesce(max(operation_counts['state_rows_before']), 0) as previous_state_rows
-    from state_rows
-    where operation = 'W'
+        count_if(_row_errors is null) as row_count,
+        count_if(_row_errors is not null) as rejected_count
+    from {{ incoming }}
+    where business_date = date'{{ business_date }}'
 ),
 
-state_counts as (
-    {#- The state itself after the commit, and the keys the date wrote. #}
+operation_counts as (
+    {#- In one pass over the state: the counts the date's diff recorded in the W row, the
+        state itself after the commit, and the keys the date wrote. #}
     select
+        count_if(operation = 'W') as watermark_rows,
+        {%- for name, key in [('inserted', 'I'), ('updated', 'U'), ('unchanged', 'N'),
+                              ('deleted', 'D'), ('not_supplied', 'X'),
+                              ('previous_state_rows', 'state_rows_before')] %}
+        coalesce(max(if(operation = 'W', operation_counts['{{ key }}'], null)), 0) as {{ name }},
+        {%- endfor %}
         count_if(operation in ('I', 'U', 'N', 'X')) as new_state_rows,
         count_if(operation in ('I', 'U', 'N', 'X') and keyhash is null) as null_keys,
         count_if(business_date = date'{{ business_date }}' and operation in ('I', 'U', 'N', 'X'))
@@ -60,77 +61,62 @@ state_counts as (
     from state_rows
 ),
 
-operation_counts as (
-    select * from recorded_counts cross join state_counts
-),
-
-incoming_rows as (
-    select
-        count_if(_row_errors is null) as row_count,
-        count_if(_row_errors is not null) as rejected_count
-    from {{ incoming }}
-    where business_date = date'{{ business_date }}'
-),
-
 rules as (
-    {%- if extract_type == 'changes' %}
-    select
-        'I + U + N <= loaded events' as rule,
-        least(inserted + updated + unchanged, incoming_rows.row_count) as expected,
-        inserted + updated + unchanged as actual
+    {#- One row per rule, from the one row of counts (no scan per rule). #}
+    select inline(array(
+        {%- if extract_type == 'changes' %}
+        named_struct(
+            'rule', 'I + U + N <= loaded events',
+            'expected', least(inserted + updated + unchanged, row_count),
+            'actual', inserted + updated + unchanged
+        ),
+        {%- else %}
+        named_struct(
+            'rule', 'loaded incoming rows = I + U + N',
+            'expected', row_count,
+            'actual', inserted + updated + unchanged
+        ),
+        {%- endif %}
+        named_struct(
+            'rule', 'one W row (the counts of the date)',
+            'expected', 1L,
+            'actual', watermark_rows
+        ),
+        named_struct(
+            'rule', 'previous state rows = U + N + D + X',
+            'expected', previous_state_rows,
+            'actual', updated + unchanged + deleted + not_supplied
+        ),
+        named_struct(
+            'rule', 'one row per keyhash among the rows the date wrote',
+            'expected', written_rows,
+            'actual', written_keys
+        ),
+        named_struct(
+            'rule', 'no null keyhash in the new state',
+            'expected', 0L,
+            'actual', null_keys
+        ),
+        {%- if extract_type == 'full' %}
+        named_struct(
+            'rule', 'X rows <= rejected rows in a full extract',
+            'expected', least(not_supplied, rejected_count),
+            'actual', not_supplied
+        ),
+        {%- elif extract_type == 'delta' %}
+        named_struct(
+            'rule', 'no D rows in a delta extract',
+            'expected', 0L,
+            'actual', deleted
+        ),
+        {%- endif %}
+        named_struct(
+            'rule', 'new state rows = previous state rows + I - D',
+            'expected', previous_state_rows + inserted - deleted,
+            'actual', new_state_rows
+        )
+    ))
     from operation_counts cross join incoming_rows
-    {%- else %}
-    select
-        'loaded incoming rows = I + U + N' as rule,
-        incoming_rows.row_count as expected,
-        inserted + updated + unchanged as actual
-    from operation_counts cross join incoming_rows
-    {%- endif %}
-    union all
-    select
-        'one W row (the counts of the date)' as rule,
-        1 as expected,
-        watermark_rows as actual
-    from operation_counts
-    union all
-    select
-        'previous state rows = U + N + D + X' as rule,
-        previous_state_rows as expected,
-        updated + unchanged + deleted + not_supplied as actual
-    from operation_counts
-    union all
-    select
-        'one row per keyhash among the rows the date wrote' as rule,
-        written_rows as expected,
-        written_keys as actual
-    from operation_counts
-    union all
-    select
-        'no null keyhash in the new state' as rule,
-        0 as expected,
-        null_keys as actual
-    from operation_counts
-    union all
-    select
-        'new state rows = previous state rows + I - D' as rule,
-        previous_state_rows + inserted - deleted as expected,
-        new_state_rows as actual
-    from operation_counts
-    {%- if extract_type == 'full' %}
-    union all
-    select
-        'X rows <= rejected rows in a full extract' as rule,
-        least(not_supplied, rejected_count) as expected,
-        not_supplied as actual
-    from operation_counts cross join incoming_rows
-    {%- elif extract_type == 'delta' %}
-    union all
-    select
-        'no D rows in a delta extract' as rule,
-        0 as expected,
-        deleted as actual
-    from operation_counts
-    {%- endif %}
 ),
 
 broken_rules as (
