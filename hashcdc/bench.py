@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from hashcdc.peer import PEERS
+from hashcdc.peer import PEERS, PeerFailedError
 from hashcdc.relations import Relations
 
 DATES = ("2019-06-18", "2019-06-19", "2019-06-20")
@@ -255,7 +255,14 @@ def _peer_days(spark: Any, peer: Any, options: Any, prefix: str) -> dict[str, An
     figures: dict[str, Any] = {}
     name = f"{peer.figure_prefix}_{prefix}"
     for day, business_date in enumerate(options.dates, start=1):
-        steps = peer.run_date(options.table_name, business_date)
+        try:
+            steps = peer.run_date(options.table_name, business_date)
+        except PeerFailedError as failure:
+            # The peer's figures for this table stop here; the bench and the other peer go on.
+            figures[f"{name}failed"] = f"day {day}: {failure}"
+            figures[f"{peer.figure_prefix}_peak_rss_mib"] = peer.peak_rss_mib
+            print(f"bench: {failure}", file=sys.stderr)
+            return figures
         figures[f"{name}day{day}_load_s"] = steps["load_s"]
         figures[f"{name}day{day}_snapshot_s"] = steps["snapshot_s"]
         figures[f"{name}day{day}_s"] = steps["s"]
@@ -552,10 +559,15 @@ def _targets(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _peer_failure(size: dict[str, Any], peer: str, case: str) -> str | None:
+    """Why a peer has no figure for ``case`` (its table's dates stopped at a failure)."""
+    return size.get(f"{peer}_{case.rsplit('day', 1)[0]}failed")
+
+
 def _peer_cell(size: dict[str, Any], peer: str, case: str) -> str:
     total = size.get(f"{peer}_{case}_s")
     if total is None:
-        return "—"
+        return "failed" if _peer_failure(size, peer, case) else "—"
     return f"{total} ({size[f'{peer}_{case}_load_s']} + {size[f'{peer}_{case}_snapshot_s']})"
 
 
@@ -602,6 +614,16 @@ def _markdown(report: dict[str, Any]) -> str:
                 f"{floor_value or '—'} | {_ratio(run, size.get(f'peer_{case}_s'))} | "
                 f"{_ratio(run, size.get(f'spark_peer_{case}_s'))} | {_ratio(run, floor_value)} |"
             )
+    failures = [
+        f"- {size['rows']:,} rows, {peer}: {message.splitlines()[0]}"
+        for size in report["sizes"]
+        for peer, prefix in PEER_FIGURES.items()
+        for key, message in size.items()
+        if key.startswith(f"{prefix}_") and key.endswith("failed")
+    ]
+    if failures:
+        lines += ["", "Peers that failed (their figures stop there; the log in bench.json):", ""]
+        lines += failures
     lines += ["", "## Against the targets", "", *_targets(report)]
     lines += [
         "",

@@ -11,6 +11,11 @@ start to exit (the load and snapshot nodes' own times are read from its run resu
 dbt-spark 1.11's snapshot fails with a list ``unique_key`` and ``hard_deletes`` (an
 ambiguous ``dbt_unique_key_1``), so its models key the rows on one concatenated column.
 dbt-duckdb needs the ``peer`` extra (``pip install hashcdc[peer]``).
+
+The peers share the machine with the bench's own Spark JVM: DuckDB gets a memory limit of
+:data:`PEER_MEMORY_SHARE` of the memory free when the bench starts (it spills to disk
+beyond it, where its default of 80% of the machine's memory got it killed beside that JVM
+at 10M rows), and the dbt-spark peer has a metastore and a Derby log of its own.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -28,6 +34,9 @@ from typing import Any
 
 from hashcdc.errors import HashcdcError
 from hashcdc.generate import TEMPLATES
+
+# The share of the memory free when a DuckDB peer is set up that DuckDB may use.
+PEER_MEMORY_SHARE = 0.5
 
 # DuckDB's names of the table column types the benchmark's tables use.
 DUCKDB_TYPES = {"string": "VARCHAR", "double": "DOUBLE", "bigint": "BIGINT", "int": "INTEGER"}
@@ -70,6 +79,26 @@ def _tree_rss_mib(pid: int) -> float:
         total += rss_kib.get(current, 0)
         pending.extend(children.get(current, []))
     return round(total / 1024, 1)
+
+
+def available_memory_mib() -> int:
+    """The memory the kernel reports as available (free, or reclaimable at once)."""
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    raise HashcdcError("/proc/meminfo reports no MemAvailable")
+
+
+class PeerFailedError(HashcdcError):
+    """A peer's dbt command failed: the bench records it and goes on without that peer."""
+
+
+def _exit_reason(status: int) -> str:
+    if status == -9:
+        return "killed by SIGKILL (out of memory, most likely)"
+    if status < 0:
+        return f"killed by signal {-status}"
+    return f"exit status {status}"
 
 
 class DbtPeer:
@@ -146,6 +175,7 @@ class DbtPeer:
         """Run one dbt command line of the peer project; seconds from start to exit."""
         command = [str(Path(sys.executable).parent / "dbt"), *args]
         command += ["--project-dir", str(self.root), "--profiles-dir", str(self.root)]
+        command += ["--no-use-colors"]
         env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
         with open(self.root / "last_command.log", "w+b") as output:
             started = time.perf_counter()
@@ -157,7 +187,11 @@ class DbtPeer:
             if process.returncode != 0:
                 output.seek(0)
                 tail = "\n".join(output.read().decode(errors="replace").splitlines()[-15:])
-                raise HashcdcError(f"peer {self.name}: dbt {' '.join(args[:3])} failed:\n{tail}")
+                raise PeerFailedError(
+                    f"peer {self.name}: dbt {' '.join(args[:3])} failed "
+                    f"({_exit_reason(process.returncode)}, peak {self.peak_rss_mib:,.0f} MiB):"
+                    f"\n{tail}"
+                )
         return seconds
 
     def _watch_memory(self, process: subprocess.Popen) -> None:
@@ -208,7 +242,8 @@ class DuckdbPeer(DbtPeer):
         super().__init__(root, cases)
 
     def _profile_context(self) -> dict[str, Any]:
-        return {"database": self.database}
+        limit = int(available_memory_mib() * PEER_MEMORY_SHARE)
+        return {"database": self.database, "memory_limit": f"{limit}MiB"}
 
     def _case_context(self, case: PeerCase) -> dict[str, Any]:
         types = {c["name"]: DUCKDB_TYPES[c["type"]] for c in case.columns}
@@ -258,6 +293,12 @@ class SparkPeer(DbtPeer):
                 ),
                 "spark.eventLog.enabled": "false",
             }
+        )
+        java_options = str(self.settings.get("spark.driver.extraJavaOptions", ""))
+        self.settings["spark.driver.extraJavaOptions"] = re.sub(
+            r"-Dderby\.stream\.error\.file=\S+",
+            f"-Dderby.stream.error.file={root / 'derby.log'}",
+            java_options,
         )
         super().__init__(root, cases)
 
