@@ -66,7 +66,8 @@ RECORD_READ_POLL_SECONDS = 0.02
 # How much of the holder's command line the message shows.
 COMMAND_WIDTH = 120
 _DERBY_DATABASE = re.compile(r"^jdbc:derby:.*databaseName=([^;]+)")
-_DERBY_LOG = re.compile(r"-Dderby\.stream\.error\.file=(\S+)")
+# The JVM option that names Derby's log file (a peer of the bench points it at its own).
+DERBY_LOG_OPTION = re.compile(r"-Dderby\.stream\.error\.file=(\S+)")
 
 
 class MetastoreBusyError(HashcdcError):
@@ -201,7 +202,7 @@ def _ensure_derby_log_folder(settings: dict[str, Any] | None) -> None:
     FileNotFoundException and its boot banner on the console instead.
     """
     options = str((settings or {}).get("spark.driver.extraJavaOptions") or "")
-    match = _DERBY_LOG.search(options)
+    match = DERBY_LOG_OPTION.search(options)
     if match:
         Path(match.group(1)).parent.mkdir(parents=True, exist_ok=True)
 

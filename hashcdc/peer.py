@@ -23,7 +23,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -34,6 +33,7 @@ from typing import Any
 
 from hashcdc.errors import HashcdcError
 from hashcdc.generate import TEMPLATES
+from hashcdc.metastore import DERBY_LOG_OPTION
 
 # The share of the memory free when a DuckDB peer is set up that DuckDB may use.
 PEER_MEMORY_SHARE = 0.5
@@ -295,10 +295,8 @@ class SparkPeer(DbtPeer):
             }
         )
         java_options = str(self.settings.get("spark.driver.extraJavaOptions", ""))
-        self.settings["spark.driver.extraJavaOptions"] = re.sub(
-            r"-Dderby\.stream\.error\.file=\S+",
-            f"-Dderby.stream.error.file={root / 'derby.log'}",
-            java_options,
+        self.settings["spark.driver.extraJavaOptions"] = DERBY_LOG_OPTION.sub(
+            f"-Dderby.stream.error.file={root / 'derby.log'}", java_options
         )
         super().__init__(root, cases)
 
