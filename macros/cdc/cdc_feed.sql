@@ -17,7 +17,6 @@
 {%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
 {%- set state_columns = columns + (['copies'] if keyless else []) -%}
-{%- set whole_state = hashcdc._feed_date_truncates(incoming, business_date) -%}
 with
 
 {{ hashcdc.feed_applied_events(
@@ -114,25 +113,6 @@ net_key_events as (
     {%- endif %}
 ),
 
-{%- if not whole_state %}
-
-touched_previous_state as (
-    {#- Without a truncate, the events change only the keys they name: the state is
-        scanned for those (their keys broadcast when few), not joined whole; the keys they
-        do not touch (X) are counted from the previous W row. #}
-    select previous_state.*
-    from previous_state
-    left semi join net_key_events
-        on previous_state.keyhash = net_key_events.keyhash
-),
-
-previous_counts as (
-    {{- hashcdc._previous_snapshot(
-        this if previous else none, previous, 'applied_events', [],
-        typed_extras={'operation_counts': 'map<string, bigint>'}, operations=['W']) }}
-),
-{%- endif %}
-
 compared as (
     select
         net_key_events.keyhash as event_keyhash,
@@ -158,7 +138,7 @@ compared as (
         {%- endif %}
         last_truncate.truncated_at
     from net_key_events
-    full outer join {{ 'previous_state' if whole_state else 'touched_previous_state as previous_state' }}
+    full outer join previous_state
         on net_key_events.keyhash = previous_state.keyhash
     cross join last_truncate
 ),
@@ -233,17 +213,9 @@ new_state as (
 ),
 
 operation_counts as (
-    {%- if whole_state %}
     {{ hashcdc._operation_counts(
         '(select * from operations_tagged where operation is not null)',
         'previous_nonkeyhash') }}
-    {%- else %}
-    {{ hashcdc._operation_counts(
-        '(select * from operations_tagged where operation is not null)',
-        'previous_nonkeyhash',
-        previous_rows="(select coalesce(max(operation_counts['state_rows_before']"
-            ~ " + operation_counts['I'] - operation_counts['D']), 0) from previous_counts)") }}
-    {%- endif %}
 ),
 
 watermark as (
@@ -415,19 +387,4 @@ final as (
 )
 
 select * from final
-{% endmacro %}
-
-
-{% macro _feed_date_truncates(incoming, business_date) %}
-    {#- Whether the date's new events hold a truncate, which removes every key of the state
-        (the feed's state then joins the whole previous state). Asked of the session's stage
-        in commands that build; elsewhere (compile, docs) the general form is shown. -#}
-    {%- if not execute or not hashcdc._is_writing_command() -%}
-        {{ return(true) }}
-    {%- endif -%}
-    {%- set found = run_query(
-        "select 1 from " ~ hashcdc.stage_relation(incoming)
-        ~ " where business_date = date'" ~ business_date ~ "'"
-        ~ " and event_op = 't' and _row_errors is null and is_new_event limit 1") -%}
-    {{ return(found.rows | length > 0) }}
 {% endmacro %}
