@@ -118,7 +118,7 @@ def test_runs_queries_and_docs_side_by_side(project: Any, postgres: Any, tmp_pat
         (record["table_name"], record["status"])
         for record in (json.loads(row) for relation, row in seen if relation == "cdc_runs")
     )
-    assert audit[(OTHER, "success")] == len(DATES), audit
-    # The running table: its six dates, and the refused run recorded nothing.
-    assert audit[(RUNNING, "success")] == len(DATES), audit
-    assert sum(audit.values()) == 2 * len(DATES), audit
+    # Six successful dates each, and the refused run recorded nothing. (Other tests' tables
+    # share this metastore's audit table: only these two are counted.)
+    ours = {key: count for key, count in audit.items() if key[0] in (RUNNING, OTHER)}
+    assert ours == {(RUNNING, "success"): len(DATES), (OTHER, "success"): len(DATES)}, audit
