@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from hashcdc.peer import PEERS, PeerFailedError
+from hashcdc.peer import PEERS, PeerFailedError, meminfo_kib
 from hashcdc.relations import Relations
 
 DATES = ("2019-06-18", "2019-06-19", "2019-06-20")
@@ -73,10 +73,7 @@ def _peak_rss_mib(pid: int) -> float | None:
 
 def _machine(spark: Any) -> dict[str, Any]:
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
-    memory_kib = 0
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            memory_kib = int(line.split()[1])
+    memory_kib = meminfo_kib("MemTotal")
     return {
         "cores": os.cpu_count(),
         "memory_gib": round(memory_kib / 1024 / 1024, 1),

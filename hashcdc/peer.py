@@ -81,12 +81,12 @@ def _tree_rss_mib(pid: int) -> float:
     return round(total / 1024, 1)
 
 
-def available_memory_mib() -> int:
-    """The memory the kernel reports as available (free, or reclaimable at once)."""
+def meminfo_kib(field: str) -> int:
+    """A field of the kernel's ``/proc/meminfo`` (``MemTotal``, ``MemAvailable``), in KiB."""
     for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) // 1024
-    raise HashcdcError("/proc/meminfo reports no MemAvailable")
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise HashcdcError(f"/proc/meminfo reports no {field}")
 
 
 class PeerFailedError(HashcdcError):
@@ -242,7 +242,7 @@ class DuckdbPeer(DbtPeer):
         super().__init__(root, cases)
 
     def _profile_context(self) -> dict[str, Any]:
-        limit = int(available_memory_mib() * PEER_MEMORY_SHARE)
+        limit = int(meminfo_kib("MemAvailable") // 1024 * PEER_MEMORY_SHARE)
         return {"database": self.database, "memory_limit": f"{limit}MiB"}
 
     def _case_context(self, case: PeerCase) -> dict[str, Any]:
