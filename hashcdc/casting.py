@@ -23,6 +23,7 @@ import operator
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
+from hashcdc.column_types import Family, decimal_scale, family
 from hashcdc.config import ColumnConfig, TableConfig
 
 # What the rejects show instead of a sensitive column's value.
@@ -75,18 +76,19 @@ def typed_value(
     if logical is None:
         return configured
     decoded = F.when(logical.isNull(), configured)
-    if column.type in ("date", "timestamp"):
+    kind = family(column.type)
+    if kind in (Family.DATE, Family.TIMESTAMP):
         for name, unit in _EPOCH_LOGICAL_TYPES.items():
             decoded = decoded.when(logical == name, _epoch_value(raw, unit).cast(column.type))
         decoded = decoded.when(
             logical.isin(*_TEXT_TIME_LOGICAL_TYPES), raw.try_cast("timestamp").cast(column.type)
         )
-    elif column.type.startswith("decimal"):
+    elif kind is Family.DECIMAL:
         decoded = decoded.when(
             logical == KAFKA_DECIMAL,
             debezium_decimal_text(raw, logical_scale).try_cast(column.type),
         ).when(logical == VARIABLE_SCALE_DECIMAL, _variable_scale_decimal(raw, column))
-    elif column.type == "string":
+    elif kind is Family.TEXT:
         # A decimal landing in a text column holds the number's text, not its encoding.
         decoded = decoded.when(
             logical == KAFKA_DECIMAL, plain_number_text(debezium_decimal_text(raw, logical_scale))
@@ -158,10 +160,6 @@ def _variable_scale(raw: Column) -> Column:
     return F.try_variant_get(F.try_parse_json(raw), "$.scale", "int")
 
 
-def _declared_scale(column: ColumnConfig) -> int:
-    return int(column.type[len("decimal(") : -1].split(",")[1])
-
-
 def _is_variable_scale_shape(raw: Column) -> Column:
     """Whether a value looks like a ``VariableScaleDecimal`` (a JSON object; cheap test)."""
     return F.ltrim(raw).startswith("{")
@@ -173,7 +171,7 @@ def _variable_scale_decimal(raw: Column, column: ColumnConfig) -> Column:
     A larger scale would be rounded by the cast: that is a reject
     (:func:`column_message` names both scales), never a silent change of the value.
     """
-    fits = _variable_scale(raw) <= F.lit(_declared_scale(column))
+    fits = _variable_scale(raw) <= F.lit(decimal_scale(column.type))
     return F.when(fits, variable_scale_decimal_text(raw).try_cast(column.type))
 
 
@@ -182,31 +180,32 @@ def _configured_value(raw: Column, column: ColumnConfig) -> Column:
     if column.encoding == "debezium_decimal":
         scale = column.source_scale
         if scale is None:
-            scale = _declared_scale(column)
+            scale = decimal_scale(column.type)
         return debezium_decimal_text(raw, F.lit(scale)).try_cast(column.type)
     if column.encoding == "debezium_variable_decimal":
         return _variable_scale_decimal(raw, column)
-    if column.type.startswith("decimal"):
+    kind = family(column.type)
+    if kind is Family.DECIMAL:
         # Debezium's VariableScaleDecimal when the events carry no schema: its shape says it.
         return F.when(
             _is_variable_scale_shape(raw), _variable_scale_decimal(raw, column)
         ).otherwise(raw.try_cast(column.type))
-    if column.type == "string":
+    if kind is Family.TEXT:
         return raw
-    if column.type == "date" and column.format == "epoch_days":
+    if kind is Family.DATE and column.format == "epoch_days":
         return _epoch_value(raw, "epoch_days")
-    if column.type == "timestamp" and column.format in _EPOCH_UNITS:
+    if kind is Family.TIMESTAMP and column.format in _EPOCH_UNITS:
         return _epoch_value(raw, column.format)
-    if column.type == "timestamp" and column.format:
+    if kind is Family.TIMESTAMP and column.format:
         return F.try_to_timestamp(F.trim(raw), F.lit(column.format))
-    if column.type == "date" and column.format:
+    if kind is Family.DATE and column.format:
         return F.to_date(F.try_to_timestamp(F.trim(raw), F.lit(column.format)))
     return raw.try_cast(column.type)
 
 
 def is_present(raw: Column, column: ColumnConfig) -> Column:
     """Whether the raw text holds a value ("" is a value for strings only)."""
-    if column.type == "string":
+    if family(column.type) is Family.TEXT:
         return raw.isNotNull()
     return raw.isNotNull() & (F.trim(raw) != "")
 
@@ -225,7 +224,7 @@ def column_failed(raw: Column, typed: Column, column: ColumnConfig) -> Column:
     # typed first: the left operand of `&` is always evaluated, so Spark computes the cast
     # once for the flag and the output column (common subexpression elimination).
     failed = typed.isNull() & raw.isNotNull()
-    if column.type != "string":
+    if family(column.type) is not Family.TEXT:
         failed = failed & (F.trim(raw) != "")
     else:
         failed = failed | F.coalesce(holds_undecodable_bytes(raw), F.lit(False))
@@ -245,8 +244,9 @@ def column_message(raw: Column, typed: Column, column: ColumnConfig) -> Column:
     present = is_present(raw, column)
     failed = present & typed.isNull()
     reasons = []
-    if column.type.startswith("decimal") and column.encoding != "debezium_decimal":
-        declared, scale = _declared_scale(column), _variable_scale(raw)
+    kind = family(column.type)
+    if kind is Family.DECIMAL and column.encoding != "debezium_decimal":
+        declared, scale = decimal_scale(column.type), _variable_scale(raw)
         too_fine = failed & _is_variable_scale_shape(raw) & (scale > declared)
         reasons.append(
             (
@@ -260,7 +260,7 @@ def column_message(raw: Column, typed: Column, column: ColumnConfig) -> Column:
                 ),
             )
         )
-    if column.type == "string":
+    if kind is Family.TEXT:
         reasons.append(
             (
                 holds_undecodable_bytes(raw),

@@ -27,6 +27,12 @@ from typing import Any
 import jsonschema
 import yaml
 
+from hashcdc.column_types import (
+    lowest_sequence_types,
+    normalize_type,
+    type_change_problem,
+    type_names,
+)
 from hashcdc.errors import ConfigError
 from hashcdc.relations import Relations
 
@@ -63,44 +69,12 @@ OPERATION_SPELLINGS = {
 # Sequence fields whose natural order is text order (binlog file names are zero-padded), in
 # the envelope and in the flattened form.
 TEXT_SEQUENCE_FIELDS = ("source.file", "__file")
-# The value a sequence field with `missing: lowest` takes when an event lacks it.
-LOWEST_SEQUENCE_VALUES: dict[str, Any] = {
-    "string": "",
-    "tinyint": -(2**7),
-    "smallint": -(2**15),
-    "int": -(2**31),
-    "bigint": -(2**63),
-}
 # What Debezium sends for a value it cannot read (unchanged TOASTed PostgreSQL columns).
 DEBEZIUM_UNAVAILABLE_VALUE: str = _CHANGES["unavailable_value"]["default"]
 # Column encodings for values that arrive in a connector's binary form (no schema wrapper).
 COLUMN_ENCODINGS = tuple(
     e for e in SCHEMA["$defs"]["column"]["properties"]["encoding"]["enum"] if e is not None
 )
-SIMPLE_TYPES = (
-    "string",
-    "tinyint",
-    "smallint",
-    "int",
-    "bigint",
-    "float",
-    "double",
-    "boolean",
-    "date",
-    "timestamp",
-)
-TYPE_ALIASES = {
-    "integer": "int",
-    "long": "bigint",
-    "short": "smallint",
-    "byte": "tinyint",
-    "real": "float",
-    "bool": "boolean",
-    "str": "string",
-    "varchar": "string",
-    "text": "string",
-}
-DECIMAL_PATTERN = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 NAME_PATTERN = re.compile(_TABLE["name"]["pattern"])
 RESERVED_COLUMNS = (
     "keyhash",
@@ -332,54 +306,6 @@ class TableConfig:
         return cls(source=source, columns=columns, changes=changes, **fields)
 
 
-def normalize_type(raw: Any) -> str | None:
-    """Canonical Spark type name for a configured type, or None if unsupported."""
-    if not isinstance(raw, str):
-        return None
-    text = raw.strip().lower()
-    text = TYPE_ALIASES.get(text, text)
-    if text in SIMPLE_TYPES:
-        return text
-    if text == "decimal":
-        return "decimal(10,0)"
-    match = DECIMAL_PATTERN.match(text)
-    if match:
-        precision, scale = int(match.group(1)), int(match.group(2))
-        if 1 <= precision <= 38 and scale <= precision:
-            return f"decimal({precision},{scale})"
-    return None
-
-
-_INTEGER_WIDTHS = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8}
-# Widenings applied to the tables in place of the narrower type; every other change of a
-# column's type is refused (what to do instead: docs/schema-evolution.md).
-WIDENINGS_HINT = (
-    "tinyint/smallint/int to a wider integer, float to double, decimal(p,s) to a decimal "
-    "with at least as many digits on both sides of the point, date to timestamp"
-)
-
-
-def type_change_problem(old: str, new: str) -> str | None:
-    """Why a column's type cannot change from ``old`` to ``new``; None for a widening."""
-    if old == new:
-        return None
-    if old in _INTEGER_WIDTHS and new in _INTEGER_WIDTHS:
-        if _INTEGER_WIDTHS[new] > _INTEGER_WIDTHS[old]:
-            return None
-        return f"{old} to {new} narrows the column: values may no longer fit"
-    if (old, new) in (("float", "double"), ("date", "timestamp")):
-        return None
-    old_decimal, new_decimal = DECIMAL_PATTERN.match(old), DECIMAL_PATTERN.match(new)
-    if old_decimal and new_decimal:
-        (p1, s1), (p2, s2) = (map(int, m.groups()) for m in (old_decimal, new_decimal))
-        if s2 < s1:
-            return f"{old} to {new} lowers the scale: digits after the point would be lost"
-        if p2 - s2 < p1 - s1:
-            return f"{old} to {new} has fewer digits before the point: values may not fit"
-        return None
-    return f"{old} to {new} is not a widening (widenings: {WIDENINGS_HINT})"
-
-
 def _names(raw: Any) -> list[str]:
     """A name or a list of names as a list."""
     if raw is None:
@@ -507,7 +433,7 @@ def _column_rules(where: str, column: Any, problems: _Problems) -> None:
     elif column_type is None:
         problems.add(
             f"{where}.type",
-            f"unknown type {raw_type!r}; use one of {', '.join(SIMPLE_TYPES)} or decimal(p,s)",
+            f"unknown type {raw_type!r}; use one of {type_names()}",
         )
     key = column.get("key", False) is True
     if key and column.get("ignore") is True:
@@ -644,10 +570,10 @@ def _changes_rules(raw: dict[str, Any], problems: _Problems) -> None:
         field_type = _sequence_type(item)
         if field_type is None:
             problems.add(f"{where}.type", f"unknown type {item.get('type')!r}")
-        elif item.get("missing") == "lowest" and field_type not in LOWEST_SEQUENCE_VALUES:
+        elif item.get("missing") == "lowest" and field_type not in lowest_sequence_types():
             problems.add(
                 f"{where}.missing",
-                f"'lowest' is for {', '.join(LOWEST_SEQUENCE_VALUES)} fields, not {field_type}",
+                f"'lowest' is for {', '.join(lowest_sequence_types())} fields, not {field_type}",
             )
     aliases = [SequenceField(path).alias for path in paths]
     if len(set(aliases)) != len(aliases):

@@ -35,7 +35,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
-from hashcdc.config import ColumnConfig, TableConfig, type_change_problem
+from hashcdc.column_types import type_change_problem
+from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.errors import ConfigError, HashcdcError
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
 from hashcdc.versions import applied_versions, is_delta, state_properties

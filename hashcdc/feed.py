@@ -44,6 +44,7 @@ from hashcdc.casting import (
     typed_value,
     unavailable_forms,
 )
+from hashcdc.column_types import column_type
 from hashcdc.columns import (
     BLOCK_START,
     CORRUPT_RECORD,
@@ -55,7 +56,6 @@ from hashcdc.columns import (
 )
 from hashcdc.config import (
     EVENT_FORMATS,
-    LOWEST_SEQUENCE_VALUES,
     OPERATION_SPELLINGS,
     ColumnConfig,
     SequenceField,
@@ -97,8 +97,6 @@ UNAVAILABLE_COLUMN = "_unavailable_columns"
 _LITERAL_IN_JSON = re.compile(r"[A-Za-z0-9_+=.:-]+")
 # Which event operations carry which image.
 IMAGE_OPERATIONS = ("c", "u", "r")
-# Column types whose values a schema's logical type may encode (decimals, dates, times).
-DECODED_TYPES = ("date", "timestamp")
 # The schema wrapper's field list: the envelope's before/after structs (with their fields)
 # or, for the flattened form, the row's fields themselves.
 _SCHEMA_FIELDS_TYPE = (
@@ -120,7 +118,7 @@ def _is_decoded(column: ColumnConfig) -> bool:
 
     Text columns too: a decimal landing in one holds the number's text.
     """
-    return column.type in DECODED_TYPES or column.type.startswith(("decimal", "string"))
+    return column_type(column.type).connector_decoded
 
 
 def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
@@ -284,7 +282,7 @@ def _sequence_value(field: SequenceField) -> Column:
     value = F.col(SEQUENCE_PREFIX + field.alias).try_cast(field.type)
     if field.missing is None:
         return value
-    lowest = F.lit(LOWEST_SEQUENCE_VALUES[field.type]).cast(field.type)
+    lowest = F.lit(column_type(field.type).lowest).cast(field.type)
     return F.when(F.col(SEQUENCE_PREFIX + field.alias).isNull(), lowest).otherwise(value)
 
 

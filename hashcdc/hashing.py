@@ -39,18 +39,43 @@ written with another version.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
+from hashcdc.column_types import Family, decimal_scale, family
 from hashcdc.columns import SENSITIVE_HASH
 from hashcdc.config import ColumnConfig, TableConfig
 
 HASH_ALGORITHM_VERSION = 2
 # The first unit of each of the two XXH64 chains that make up a 128-bit hash.
 HASH_LANES = (1, 2)
-_EXACT_NUMBER_TYPES = ("tinyint", "smallint", "int", "bigint")
+
+
+def _canonical_float(column: Column, column_type: str) -> Column:
+    as_double = column.cast("double")
+    # -0.0 = 0.0 in Spark comparisons, so this maps both zeros to 0.0.
+    return F.when(as_double == 0, F.lit(0.0)).otherwise(as_double)
+
+
+def _as_it_is(column: Column, column_type: str) -> Column:
+    return column
+
+
+# Each family's canonical value unit (the rules in the module doc). Every family of the
+# type registry has one: a type without a hash encoding cannot exist.
+_CANONICAL: dict[Family, Callable[[Column, str], Column]] = {
+    Family.TEXT: _as_it_is,
+    Family.INTEGER: lambda column, column_type: column.cast("string"),
+    Family.FLOATING: _canonical_float,
+    Family.DECIMAL: lambda column, column_type: _canonical_decimal(column, column_type),
+    Family.BOOLEAN: _as_it_is,
+    Family.DATE: lambda column, column_type: F.unix_date(column),
+    Family.TIMESTAMP: lambda column, column_type: F.unix_micros(column),
+}
+if set(_CANONICAL) != set(Family):
+    raise ImportError(f"no hash encoding for {set(Family) - set(_CANONICAL)}")
 
 
 def canonical_value(column: Column, column_type: str) -> Column:
@@ -69,19 +94,7 @@ def canonical_value(column: Column, column_type: str) -> Column:
         A string, double, int, bigint or boolean column, per the rules in the module doc.
 
     """
-    if column_type.startswith("decimal"):
-        return _canonical_decimal(column, column_type)
-    if column_type in _EXACT_NUMBER_TYPES:
-        return column.cast("string")
-    if column_type in ("float", "double"):
-        as_double = column.cast("double")
-        # -0.0 = 0.0 in Spark comparisons, so this maps both zeros to 0.0.
-        return F.when(as_double == 0, F.lit(0.0)).otherwise(as_double)
-    if column_type == "timestamp":
-        return F.unix_micros(column)
-    if column_type == "date":
-        return F.unix_date(column)
-    return column
+    return _CANONICAL[family(column_type)](column, column_type)
 
 
 def _canonical_decimal(column: Column, column_type: str) -> Column:
@@ -91,7 +104,7 @@ def _canonical_decimal(column: Column, column_type: str) -> Column:
     (``0.00000010``) depending on ``spark.sql.ansi.enabled``; the unscaled integer is
     always plain, so the point is placed by hand.
     """
-    scale = int(column_type[len("decimal(") : -1].split(",")[1])
+    scale = decimal_scale(column_type)
     if scale == 0:
         return column.cast("decimal(38,0)").cast("string")
     unscaled = (column * F.lit(10**scale).cast(f"decimal({scale + 1},0)")).cast("decimal(38,0)")

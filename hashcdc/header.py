@@ -15,7 +15,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-from hashcdc.config import TableConfig, normalize_type
+from hashcdc.column_types import normalize_type
+from hashcdc.config import TableConfig
 from hashcdc.errors import InputDataError
 from hashcdc.extract import LINE_COLUMN, read_event_lines
 from hashcdc.hadoop import HadoopFiles

@@ -14,7 +14,8 @@ import io
 import re
 from pathlib import Path
 
-from hashcdc.config import NAME_PATTERN, normalize_type
+from hashcdc.column_types import normalize_type
+from hashcdc.config import NAME_PATTERN
 from hashcdc.errors import HashcdcError
 from hashcdc.header import SAMPLE_ROWS, inferred_type
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hashcdc.config import load_table_configs, normalize_type, parse_table_config
+from hashcdc.column_types import normalize_type
+from hashcdc.config import load_table_configs, parse_table_config
 from hashcdc.errors import ConfigError
 
 ARTICLE_STYLE = """
