@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import re
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ from hashcdc.column_types import (
     type_names,
 )
 from hashcdc.errors import ConfigError
+from hashcdc.registries import schema_with_registries
 from hashcdc.relations import Relations
 
 # The schema of tables/<name>.yml, declared once: its fields, types, enumerations, defaults,
@@ -41,15 +43,12 @@ from hashcdc.relations import Relations
 # that involve several fields are the functions below (`_table_rules`).
 SCHEMA_FILE = Path(__file__).with_name("tables.schema.json")
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
-_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 _SCHEMA_DEFS = {f"#/$defs/{name}": node for name, node in SCHEMA["$defs"].items()}
 _TABLE = SCHEMA["properties"]
 _SOURCE = SCHEMA["$defs"]["source"]["properties"]
 _CHANGES = SCHEMA["$defs"]["changes"]["properties"]
 
 EXTRACT_TYPES = tuple(_TABLE["extract_type"]["enum"])
-# Formats that only carry change events (JSON lines, one event per line).
-EVENT_FORMATS = ("debezium", "debezium_flat")
 # Spellings accepted for the operation of an event in csv/parquet feeds -> Debezium's letter.
 OPERATION_SPELLINGS = {
     "c": "c",
@@ -365,9 +364,28 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
     return message.replace("{value!r}", repr(error.instance))
 
 
+def _validator() -> jsonschema.Draft202012Validator:
+    """The schema's validator, with the formats registered now (:mod:`hashcdc.inputs`)."""
+    from hashcdc.inputs import format_names
+
+    return _validator_for(format_names())
+
+
+@functools.cache
+def _validator_for(formats: tuple[str, ...]) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema_with_registries(SCHEMA))
+
+
+def _event_formats() -> tuple[str, ...]:
+    # The readers import this module: asked when a config is validated, not at import.
+    from hashcdc.inputs import event_format_names
+
+    return event_format_names()
+
+
 def _schema_problems(raw: dict[str, Any], problems: _Problems) -> None:
     """Every way ``raw`` fails the schema, with the field and the schema's own message."""
-    for error in _VALIDATOR.iter_errors(raw):
+    for error in _validator().iter_errors(raw):
         _report(raw, error, problems)
 
 
@@ -549,7 +567,7 @@ def _changes_rules(raw: dict[str, Any], problems: _Problems) -> None:
     if raw.get("extract_type") != "changes":
         if block is not None:
             problems.add("changes", "only for extract_type: changes")
-        if fmt in EVENT_FORMATS:
+        if fmt in _event_formats():
             problems.add(
                 "source.format", f"'{fmt}' carries change events: use extract_type: changes"
             )
@@ -579,7 +597,7 @@ def _changes_rules(raw: dict[str, Any], problems: _Problems) -> None:
     if len(set(aliases)) != len(aliases):
         problems.add("changes.sequence_by", "names the same field twice")
     operation_column = block.get("operation_column")
-    if fmt in EVENT_FORMATS:
+    if fmt in _event_formats():
         if operation_column is not None:
             problems.add("changes.operation_column", f"not used by format '{fmt}' (it has op)")
     else:

@@ -1,30 +1,26 @@
-"""Reading a table's extract for a business date: where it lands, its files, its rows as text.
+"""A table's extract for a business date: where it lands, its files, whether they are text.
 
-Every value is read as text (casting is :mod:`hashcdc.casting`'s work); each row keeps
-where it came from (file, split, an id growing within the split), from which line numbers
-are derived for rejected rows only. Files are listed through Hadoop's FileSystem API
-(:mod:`hashcdc.hadoop`), so extracts may land on any Hadoop URI.
+How the files become rows is their format's reader's work (:mod:`hashcdc.inputs`): every
+value is read as text (casting is :mod:`hashcdc.casting`'s work), and each row keeps where
+it came from (file, split, an id growing within the split: :func:`position_columns`),
+from which line numbers are derived for rejected rows only. Files are listed through
+Hadoop's FileSystem API (:mod:`hashcdc.hadoop`), so extracts may land on any Hadoop URI.
 """
 
 from __future__ import annotations
 
 import os
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
-from pyspark.sql.types import StringType, StructField, StructType
 
-from hashcdc.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
-from hashcdc.config import EVENT_FORMATS, TableConfig
+from hashcdc.columns import BLOCK_START, ROW_ID, SOURCE_FILE
+from hashcdc.config import TableConfig
 from hashcdc.errors import InputDataError
 from hashcdc.hadoop import HadoopFiles, resolve_location
 
 # The column that holds each line of a JSON event feed.
 LINE_COLUMN = "_line"
-# Spark's CSV reader reports an unquoted empty field as its nullValue and a quoted empty
-# field ("") as "". With this marker (never in real data) as nullValue, `a,,b` reads as
-# null and `a,"",b` as the empty string, as in PostgreSQL's CSV format.
-UNQUOTED_EMPTY_MARKER = "\u0001"
 # How much of each text file the driver looks at to tell text from a compressed or binary
 # file.
 SNIFF_BYTES = 8192
@@ -85,9 +81,9 @@ def not_text_problem(head: bytes, encoding: str) -> str | None:
 
 
 def refuse_files_not_text(
-    spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+    spark: SparkSession, table: TableConfig, files: list[str], business_date: str, encoding: str
 ) -> None:
-    """Refuse a text extract (csv, JSON events) any of whose files is not text.
+    """Refuse a text extract (csv, JSON events) any of whose files is not text in ``encoding``.
 
     Raises
     ------
@@ -95,9 +91,6 @@ def refuse_files_not_text(
         One line: the table, the date, the file and what would make it readable.
 
     """
-    if table.source.format == "parquet":
-        return
-    encoding = table.source.csv["encoding"] if table.source.format == "csv" else "UTF-8"
     hadoop = HadoopFiles.of(spark)
     for file in files:
         problem = not_text_problem(hadoop.head(file, SNIFF_BYTES), encoding)
@@ -108,66 +101,18 @@ def refuse_files_not_text(
             )
 
 
+def position_columns() -> list[Column]:
+    """Where each row of a text file sits, cheaply: its file, its split, an id in the split.
+
+    Line numbers are derived from them only for rejected rows.
+    """
+    return [
+        F.col("_metadata.file_path").alias(SOURCE_FILE),
+        F.col("_metadata.file_block_start").alias(BLOCK_START),
+        F.monotonically_increasing_id().alias(ROW_ID),
+    ]
+
+
 def read_event_lines(spark: SparkSession, files: list[str]) -> DataFrame:
     """JSON event files as lines of text, with where each line sits (file, split, id)."""
-    return spark.read.text(files).select(
-        F.col("value").alias(LINE_COLUMN),
-        F.col("_metadata.file_path").alias(SOURCE_FILE),
-        F.col("_metadata.file_block_start").alias(BLOCK_START),
-        F.monotonically_increasing_id().alias(ROW_ID),
-    )
-
-
-def read_rows(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
-    """An extract with every source column as text, named as in the lake.
-
-    Also ``_corrupt_record`` (the raw line of a malformed CSV row) and where each row sits.
-    JSON event feeds are read as lines (:func:`read_event_lines`): that is how the rejects
-    count the rows of each split, whatever the format.
-    """
-    if table.source.format in EVENT_FORMATS:
-        return read_event_lines(spark, files)
-    fields = table.source_fields
-    if table.source.format == "parquet":
-        frame = spark.read.parquet(*files)
-        present = {name.lower() for name in frame.columns}
-        selected = [
-            F.col(next((s for s in sources if s.lower() in present), sources[0]))
-            .cast("string")
-            .alias(name)
-            for sources, name in fields
-        ]
-        return frame.select(
-            *selected,
-            F.lit(None).cast("string").alias(CORRUPT_RECORD),
-            F.col("_metadata.file_path").alias(SOURCE_FILE),
-            F.lit(0).cast("bigint").alias(BLOCK_START),
-            F.col("_metadata.row_index").alias(ROW_ID),
-        )
-    options = table.source.csv
-    # Columns are taken by position (the header was checked), named as in the lake.
-    schema = StructType(
-        [StructField(name, StringType(), True) for _, name in fields]
-        + [StructField(CORRUPT_RECORD, StringType(), True)]
-    )
-    frame = (
-        spark.read.schema(schema)
-        .option("header", options["header"])
-        .option("sep", options["delimiter"])
-        .option("quote", options["quote"])
-        .option("escape", options["escape"])
-        .option("encoding", options["encoding"])
-        .option("nullValue", options["null_value"] or UNQUOTED_EMPTY_MARKER)
-        .option("multiLine", options.get("multiline", False))
-        .option("mode", "PERMISSIVE")
-        .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
-        .csv(files)
-    )
-    # Where each row sits, cheaply: the split it was read from and an id that grows
-    # within the split. Line numbers are derived from them only for rejected rows.
-    return frame.select(
-        "*",
-        F.col("_metadata.file_path").alias(SOURCE_FILE),
-        F.col("_metadata.file_block_start").alias(BLOCK_START),
-        F.monotonically_increasing_id().alias(ROW_ID),
-    )
+    return spark.read.text(files).select(F.col("value").alias(LINE_COLUMN), *position_columns())

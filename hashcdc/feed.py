@@ -1,6 +1,7 @@
 """The change-event stage: one row per event of a table's change feed for a business date.
 
-Called through :func:`hashcdc.stage.typecast_and_hash` for ``extract_type: changes``. Events
+Called through :func:`hashcdc.stage.typecast_and_hash` for ``extract_type: changes``, with
+the raw events (still text) its format's reader gives (:mod:`hashcdc.inputs`). Events
 arrive as
 
 * ``debezium``: JSON lines, each a Debezium envelope (``before``, ``after``, ``op``,
@@ -55,14 +56,13 @@ from hashcdc.columns import (
     SOURCE_FILE,
 )
 from hashcdc.config import (
-    EVENT_FORMATS,
     OPERATION_SPELLINGS,
     ColumnConfig,
     SequenceField,
     TableConfig,
 )
 from hashcdc.errors import InputDataError
-from hashcdc.extract import LINE_COLUMN, read_event_lines
+from hashcdc.extract import LINE_COLUMN
 from hashcdc.hashing import (
     canonical_value,
     digest,
@@ -71,180 +71,24 @@ from hashcdc.hashing import (
     typed_row_hash,
     with_hashes,
 )
+from hashcdc.inputs import table_reader
+from hashcdc.inputs.events import (
+    BEFORE_PREFIX,
+    EVENT_TIME_RAW,
+    LOGICAL_PREFIX,
+    OPERATION_RAW_COLUMN,
+    SCALE_PREFIX,
+    SEQUENCE_PREFIX,
+    TOMBSTONE_COLUMN,
+)
 from hashcdc.versions import applied_versions, version_before
 
-BEFORE_PREFIX = "__before_"
-OPERATION_RAW_COLUMN = "_op_raw"
-SEQUENCE_PREFIX = "_seq_"
-# When the change happened in the source, in epoch milliseconds as the event says it:
-# Debezium's source.ts_ms (else the connector's ts_ms); __source_ts_ms (else __ts_ms) in
-# the flat form. csv and parquet feeds carry none.
-EVENT_TIME_RAW = "_event_ms"
-# The logical type (and decimal scale) the event's own schema gives a field, when it has one.
-LOGICAL_PREFIX = "_logical_"
-# Per event: value field name -> its schema's logical type and scale.
-LOGICAL_TYPES_COLUMN = "_logical_types"
-SCALE_PREFIX = "_scale_"
-TOMBSTONE_COLUMN = "_is_tombstone"
-# A JSON line parsed, its envelope (the line or its schema wrapper's payload) and the
-# wrapper's field list: projected once per line, read by every field.
-PARSED_COLUMN = "_parsed"
-ENVELOPE_COLUMN = "_envelope"
-SCHEMA_FIELDS_COLUMN = "_schema_fields"
 UNAVAILABLE_COLUMN = "_unavailable_columns"
 # Characters JSON writers leave as they are inside a string (they must escape only quotes,
 # backslashes and control characters, and none escapes these).
 _LITERAL_IN_JSON = re.compile(r"[A-Za-z0-9_+=.:-]+")
 # Which event operations carry which image.
 IMAGE_OPERATIONS = ("c", "u", "r")
-# The schema wrapper's field list: the envelope's before/after structs (with their fields)
-# or, for the flattened form, the row's fields themselves.
-_SCHEMA_FIELDS_TYPE = (
-    "array<struct<field:string,name:string,parameters:map<string,string>,"
-    "fields:array<struct<field:string,name:string,parameters:map<string,string>>>>>"
-)
-
-
-def _json_path(*parts: str) -> str:
-    return "$" + "".join(f"['{part}']" for part in parts)
-
-
-def _sequence_path(field: SequenceField) -> str:
-    return _json_path(*field.field.split("."))
-
-
-def _is_decoded(column: ColumnConfig) -> bool:
-    """Whether a schema's logical type can change how the column's value is read.
-
-    Text columns too: a decimal landing in one holds the number's text.
-    """
-    return column_type(column.type).connector_decoded
-
-
-def raw_events(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
-    """A JSON feed's events with every needed field as text (still uncast).
-
-    Blank lines are left out. Tombstones (a ``null`` line, or the schema wrapper with a
-    null payload, as Kafka's JSON converter writes them) are kept, flagged, to be counted;
-    a line that is not JSON keeps its text in ``_corrupt_record``. Fields are looked up by
-    each column's ``source_field``; when the event carries its schema, the logical type
-    and scale of each date, time and decimal field are taken from it.
-    """
-    assert table.changes is not None
-    line = F.col(LINE_COLUMN)
-    # Each line is parsed once, in a projection of its own: every field below reads the
-    # projected VARIANT (Spark keeps a projection that is used many times; inlined, the
-    # parse would run once per field, and inside conditional branches it is not shared).
-    lines = (
-        read_event_lines(spark, files)
-        .where(F.trim(line) != "")
-        .select("*", F.try_parse_json(line).alias(PARSED_COLUMN))
-    )
-    parsed = F.col(PARSED_COLUMN)
-    wrapped_payload = F.try_variant_get(parsed, "$.payload", "variant")
-    # The schema wrapper puts the envelope under "payload"; without it, it is the line.
-    lines = lines.select(
-        "*",
-        F.coalesce(wrapped_payload, parsed).alias(ENVELOPE_COLUMN),
-        (
-            F.coalesce(F.is_variant_null(parsed), F.lit(False))
-            | F.coalesce(F.is_variant_null(wrapped_payload), F.lit(False))
-        ).alias(TOMBSTONE_COLUMN),
-        F.try_variant_get(parsed, "$.schema.fields", _SCHEMA_FIELDS_TYPE).alias(
-            SCHEMA_FIELDS_COLUMN
-        ),
-    )
-    envelope = F.col(ENVELOPE_COLUMN)
-
-    def text(*path: str) -> Column:
-        return F.try_variant_get(envelope, _json_path(*path), "string")
-
-    def any_text(image: str | None, column: ColumnConfig) -> Column:
-        # A renamed column: whichever of its names the event carries.
-        paths = [(image, name) if image else (name,) for name in column.source_fields]
-        return F.coalesce(*[text(*path) for path in paths])
-
-    schema_fields = F.col(SCHEMA_FIELDS_COLUMN)
-    if table.source.format == "debezium":
-        operation = text("op")
-        image = {
-            c.name: F.when(operation == "d", any_text("before", c)).otherwise(any_text("after", c))
-            for c in table.columns
-        }
-        before = {c.name: any_text("before", c) for c in table.key_columns}
-        images = F.filter(schema_fields, lambda f: f["field"].isin("after", "before"))
-        value_fields = F.get(images, 0)["fields"]
-    else:
-        deleted = F.lower(text("__deleted")) == "true"
-        # Without __op (not added by the connector) a row is an upsert: with a key, c and u
-        # both upsert; without one, c adds the row (a u would need its before image).
-        operation = F.when(deleted, F.lit("d")).otherwise(F.coalesce(text("__op"), F.lit("c")))
-        image = {c.name: any_text(None, c) for c in table.columns}
-        before = {c.name: F.lit(None).cast("string") for c in table.key_columns}
-        value_fields = schema_fields
-    # Each value field's logical type and scale, by field name: built once per event (a
-    # higher-order function, evaluated outside generated code), then looked up per column.
-    lines = lines.select(
-        "*",
-        F.map_from_entries(
-            F.transform(
-                value_fields,
-                lambda field: F.struct(
-                    field["field"],
-                    F.struct(
-                        field["name"].alias("name"), field["parameters"]["scale"].alias("scale")
-                    ),
-                ),
-            )
-        ).alias(LOGICAL_TYPES_COLUMN),
-    )
-    logical = {}
-    for column in table.columns:
-        if _is_decoded(column):
-            names = [F.lit(name) for name in column.source_fields]
-            field = F.coalesce(*[F.element_at(F.col(LOGICAL_TYPES_COLUMN), n) for n in names])
-            logical[LOGICAL_PREFIX + column.name] = field["name"]
-            logical[SCALE_PREFIX + column.name] = field["scale"]
-    sequence = {
-        f.alias: F.try_variant_get(envelope, _sequence_path(f), "string")
-        for f in table.changes.sequence_by
-    }
-    if table.source.format == "debezium":
-        event_time = F.coalesce(text("source", "ts_ms"), text("ts_ms"))
-    else:
-        event_time = F.coalesce(text("__source_ts_ms"), text("__ts_ms"))
-    return lines.select(
-        *[value.alias(name) for name, value in image.items()],
-        *[value.alias(BEFORE_PREFIX + name) for name, value in before.items()],
-        *[value.alias(name) for name, value in logical.items()],
-        operation.alias(OPERATION_RAW_COLUMN),
-        *[value.alias(SEQUENCE_PREFIX + alias) for alias, value in sequence.items()],
-        event_time.alias(EVENT_TIME_RAW),
-        F.when(parsed.isNull(), line).alias(CORRUPT_RECORD),
-        TOMBSTONE_COLUMN,
-        line,
-        SOURCE_FILE,
-        BLOCK_START,
-        ROW_ID,
-    )
-
-
-def raw_table_events(frame: DataFrame, table: TableConfig) -> DataFrame:
-    """A csv/parquet feed's events (already read as text) in the shape of :func:`raw_events`."""
-    assert table.changes is not None and table.changes.operation_column is not None
-    return frame.select(
-        *[F.col(c.name) for c in table.columns],
-        *[F.lit(None).cast("string").alias(BEFORE_PREFIX + c.name) for c in table.key_columns],
-        F.col(table.changes.operation_column).alias(OPERATION_RAW_COLUMN),
-        *[F.col(f.field).alias(SEQUENCE_PREFIX + f.alias) for f in table.changes.sequence_by],
-        F.lit(None).cast("string").alias(EVENT_TIME_RAW),
-        CORRUPT_RECORD,
-        F.lit(False).alias(TOMBSTONE_COLUMN),
-        F.col(CORRUPT_RECORD).alias(LINE_COLUMN),
-        SOURCE_FILE,
-        BLOCK_START,
-        ROW_ID,
-    )
 
 
 def _normalized_operation(raw: Column) -> Column:
@@ -538,7 +382,8 @@ def _holds_unavailable(raw: DataFrame, events: DataFrame, table: TableConfig) ->
     """
     assert table.changes is not None and table.changes.unavailable_value is not None
     *plain_forms, _ = unavailable_forms(table.changes.unavailable_value)
-    if table.source.format in EVENT_FORMATS and shows_verbatim_in_json(plain_forms):
+    lines_hold_events = table_reader(table).line_holds_event
+    if lines_hold_events and shows_verbatim_in_json(plain_forms):
         line = F.col(LINE_COLUMN)
         mentions = functools.reduce(operator.or_, [line.contains(form) for form in plain_forms])
         if raw.where(mentions).isEmpty():

@@ -23,7 +23,8 @@ from hashcdc.columns import (
 )
 from hashcdc.config import TableConfig
 from hashcdc.dates import parse_business_date
-from hashcdc.extract import extract_files, read_rows
+from hashcdc.extract import extract_files
+from hashcdc.inputs import table_reader
 
 
 def with_row_numbers(
@@ -36,7 +37,8 @@ def with_row_numbers(
     stage did (same files, same options, the columns of the date: same splits and row ids);
     it reads no column, and it only happens when rows were rejected.
     """
-    if table.source.format == "parquet":
+    reader = table_reader(table)
+    if reader.row_id_is_file_row:
         return rejected.select(
             "*",
             (F.col(ROW_ID) + 1).alias("_row_number"),
@@ -44,7 +46,7 @@ def with_row_numbers(
         )
     files = extract_files(spark, table, date)
     splits = (
-        read_rows(spark, table.as_read_on(date), files)
+        reader.read_rows(spark, table.as_read_on(date), files)
         .groupBy(SOURCE_FILE, BLOCK_START)
         .agg(F.min(ROW_ID).alias("_first_row_id"), F.count(F.lit(1)).alias("_rows"))
     )
@@ -56,12 +58,11 @@ def with_row_numbers(
         (F.sum("_rows").over(earlier) - F.col("_rows")).alias("_rows_before"),
     )
     row_number = F.col("_rows_before") + F.col(ROW_ID) - F.col("_first_row_id") + 1
-    header_lines = 1 if table.source.csv["header"] and table.source.format == "csv" else 0
-    # Quoted line breaks make a row span lines: then only the row number is exact.
+    # A row that may span lines (quoted line breaks) has an exact row number only.
     line_number = (
         F.lit(None).cast("bigint")
-        if table.source.csv.get("multiline")
-        else row_number + header_lines
+        if reader.rows_span_lines(table)
+        else row_number + reader.header_lines(table)
     )
     return rejected.join(F.broadcast(offsets), [SOURCE_FILE, BLOCK_START]).select(
         *rejected.columns,

@@ -1,8 +1,8 @@
 """The typecast-and-hash stage: one pass over a table's extract for one business date.
 
 Called by the generated dbt Python model ``stg_<table>``. A business date flows one way:
-the extract is found and read as text (:mod:`hashcdc.extract`, its header checked by
-:mod:`hashcdc.header`), each configured column is cast to its type with ``try_cast``
+the extract is found (:mod:`hashcdc.extract`), checked and read as text by its format's
+reader (:mod:`hashcdc.inputs`), each configured column is cast to its type with ``try_cast``
 (:mod:`hashcdc.casting`: a bad value never raises mid-job), each row records why it
 cannot be loaded (``_row_errors``; with ``duplicates_keep_last_by`` also superseded
 duplicates), and ``keyhash`` and ``nonkeyhash`` are computed (:mod:`hashcdc.hashing`).
@@ -32,13 +32,13 @@ from hashcdc.columns import (
     ROW_ID,
     SOURCE_FILE,
 )
-from hashcdc.config import EVENT_FORMATS, TableConfig
+from hashcdc.config import TableConfig
 from hashcdc.dates import parse_business_date
 from hashcdc.evolve import evolve_tables, infer_additions, record_additions
-from hashcdc.extract import extract_files, read_rows, refuse_files_not_text
-from hashcdc.feed import PriorSnapshot, raw_events, raw_table_events, typed_events
+from hashcdc.extract import extract_files
+from hashcdc.feed import PriorSnapshot, typed_events
 from hashcdc.hashing import row_hashes, with_hashes
-from hashcdc.header import check_header, report_new_event_fields
+from hashcdc.inputs import table_reader
 from hashcdc.upgrade import upgrade_states
 
 
@@ -51,13 +51,7 @@ def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
     # Messages are built only for failing rows: a cheap flag guards the costly array.
     messages = F.array_compact(
         F.array(
-            F.when(
-                is_malformed,
-                F.lit(
-                    "malformed row: wrong number of fields or broken quoting (quoted values "
-                    "with line breaks need source.csv.multiline: true)"
-                ),
-            ),
+            F.when(is_malformed, F.lit(table_reader(table).malformed_row)),
             *[column_message(F.col(c.name), typed[c.name], c) for c in table.columns],
         )
     )
@@ -157,7 +151,7 @@ def typecast_and_hash(
     if table.is_feed:
         prior = PriorSnapshot.read(spark, state_table(schema, table), date)
         return _stage_columns(_event_stage(spark, read, files, prior), table, date)
-    typed = _typed_with_errors(read_rows(spark, read, files), read)
+    typed = _typed_with_errors(table_reader(read).read_rows(spark, read, files), read)
     hashed = with_hashes(typed, row_hashes(read))
     if table.duplicates_keep_last_by:
         hashed = _mark_superseded_duplicates(hashed, read)
@@ -179,11 +173,7 @@ def checked_extract(spark: SparkSession, table: TableConfig, business_date: str)
 
     """
     files = extract_files(spark, table, business_date)
-    refuse_files_not_text(spark, table, files, business_date)
-    if table.is_feed and table.source.format in EVENT_FORMATS:
-        report_new_event_fields(spark, table, files, business_date)
-    else:
-        check_header(spark, table.as_read_on(business_date), files, business_date)
+    table_reader(table).check_extract(spark, table, files, business_date)
     return files
 
 
@@ -191,10 +181,7 @@ def _event_stage(
     spark: SparkSession, table: TableConfig, files: list[str], prior: PriorSnapshot
 ) -> DataFrame:
     """The events of a change feed, cast and hashed: one row per event (:mod:`hashcdc.feed`)."""
-    if table.source.format in EVENT_FORMATS:
-        raw = raw_events(spark, table, files)
-    else:
-        raw = raw_table_events(read_rows(spark, table, files), table)
+    raw = table_reader(table).raw_events(spark, table, files)
     return typed_events(raw, table, values_map(table), prior)
 
 

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 import pytest
 
-from hashcdc import column_types, hashing
+from hashcdc import column_types, hashing, registries
 from hashcdc.column_types import REGISTRY, TYPES, ColumnType, Family, TypeRegistry
 from hashcdc.config import parse_table_config
 
 
-def test_the_schema_file_is_generated_from_the_registry() -> None:
-    text = column_types.SCHEMA_FILE.read_text("utf-8")
-    assert column_types.schema_with_types(text) == text, "run: python -m hashcdc.column_types"
+def test_the_schema_file_is_generated_from_the_registries() -> None:
+    text = registries.SCHEMA_FILE.read_text("utf-8")
+    assert registries.schema_text(text) == text, "run: python -m hashcdc.registries"
 
 
 def test_the_docs_table_is_generated_from_the_registry() -> None:
-    text = column_types.DOCS_FILE.read_text("utf-8")
-    assert column_types.docs_with_types(text) == text, "run: python -m hashcdc.column_types"
+    text = registries.DOCS_FILE.read_text("utf-8")
+    assert registries.docs_text(text) == text, "run: python -m hashcdc.registries"
     for t in TYPES:
         assert f"| `{t.spelling}` |" in text
 

@@ -1,0 +1,106 @@
+"""What every input format's reader offers the pipeline (:class:`Reader`).
+
+The stage, the rejects, the checks and the change-feed path ask a table's reader
+(:func:`hashcdc.inputs.reader_for`) instead of switching on ``source.format``: how its
+files are checked before anything is read, how they become rows of text (or raw change
+events), and how a rejected row's position becomes a row and a line number.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from hashcdc.extract import refuse_files_not_text
+from hashcdc.inputs.events import raw_table_events
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from hashcdc.config import TableConfig
+
+
+class Reader:
+    """One input format (``source.format``): a subclass per format, registered by name.
+
+    Attributes
+    ----------
+    name : str
+        The value of ``source.format``.
+    description : str
+        What the format is, for the config's schema and the docs.
+    carries_events : bool
+        The format holds change events only (with their own operation and positions): a
+        table reading it is a change feed, and needs no ``changes.operation_column``.
+    is_text : bool
+        Files are text: each is checked for a compressed, archive or binary file first.
+    row_id_is_file_row : bool
+        ``_row_id`` of :meth:`read_rows` is the row's index in its file, so a rejected
+        row's number needs no count of the rows of earlier splits.
+    malformed_row : str
+        The reason given for a row that :meth:`read_rows` could not split into fields.
+    line_holds_event : bool
+        The raw events' ``_line`` holds each event's whole text as JSON writes it, so a
+        scan of the text can rule out a value (that JSON does not escape) before any
+        line is parsed.
+
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    carries_events: ClassVar[bool] = False
+    is_text: ClassVar[bool] = True
+    row_id_is_file_row: ClassVar[bool] = False
+    line_holds_event: ClassVar[bool] = False
+    malformed_row: ClassVar[str] = "malformed row"
+
+    def encoding(self, table: TableConfig) -> str:
+        """The text encoding of the table's files."""
+        return "UTF-8"
+
+    def header_lines(self, table: TableConfig) -> int:
+        """Lines before a file's first row (a row's line number is its number plus these)."""
+        return 0
+
+    def rows_span_lines(self, table: TableConfig) -> bool:
+        """Whether a row may span lines (then only its row number is exact)."""
+        return False
+
+    def check_extract(
+        self, spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+    ) -> None:
+        """Refuse files that cannot be read as the config says, before anything is read.
+
+        ``table`` is the whole config; :meth:`check_columns` gets the table as read on the
+        date.
+
+        Raises
+        ------
+        InputDataError
+            A file that is not text, or columns other than the config's.
+
+        """
+        if self.is_text:
+            refuse_files_not_text(spark, table, files, business_date, self.encoding(table))
+        self.check_columns(spark, table, files, business_date)
+
+    def check_columns(
+        self, spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+    ) -> None:
+        """Refuse (or report) columns that differ from the config; nothing by default."""
+
+    def read_rows(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+        """The extract with every source column as text, named as in the lake.
+
+        Also ``_corrupt_record`` (a malformed row's raw text, else null) and where each
+        row sits: ``_source_file``, ``_block_start`` (its split) and ``_row_id`` (growing
+        within the split).
+        """
+        raise NotImplementedError
+
+    def raw_events(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+        """A change feed's events as text, in the shape :mod:`hashcdc.feed` casts.
+
+        By default the rows of :meth:`read_rows`, whose operation and sequence are columns
+        (``changes.operation_column``, ``changes.sequence_by``).
+        """
+        return raw_table_events(self.read_rows(spark, table, files), table)
