@@ -1,0 +1,263 @@
+"""The rules of a table config that involve more than one field, or a type's syntax.
+
+The JSON Schema (:mod:`hashcdc.config.schema`) checks each field alone; these check what
+fields say together (a key that is ignored, a feed's sequence, a widening's dates, …).
+Each adds its problems, naming the file and the field, so a user fixes a config in one
+pass.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from pathlib import Path
+from typing import Any
+
+from hashcdc.column_types import (
+    lowest_sequence_types,
+    normalize_type,
+    type_change_problem,
+    type_names,
+)
+from hashcdc.config.model import SequenceField
+from hashcdc.config.schema import (
+    COLUMN_ENCODINGS,
+    NAME_PATTERN,
+    RESERVED_COLUMNS,
+    SCHEMA_DEFS,
+    TEXT_SEQUENCE_FIELDS,
+    Problems,
+    event_formats,
+    field_place,
+)
+
+
+def _column_rules(where: str, column: Any, problems: Problems) -> None:
+    """The rules of one column that involve more than one field, or its type's syntax."""
+    if not isinstance(column, dict):
+        return
+    name = column.get("name")
+    if name in RESERVED_COLUMNS:
+        problems.add(f"{where}.name", f"'{name}' is reserved for hashcdc's own columns")
+    raw_type = column.get("type", column.get("target_type"))
+    column_type = normalize_type(raw_type)
+    if (
+        column_type is None
+        and isinstance(raw_type, str)
+        and raw_type.count("(") > raw_type.count(")")
+    ):
+        problems.add(
+            f"{where}.type",
+            f"{raw_type!r} looks cut at a comma: inside {{...}} write the type in quotes, "
+            "e.g. type: 'decimal(10,2)'",
+        )
+    elif column_type is None:
+        problems.add(
+            f"{where}.type",
+            f"unknown type {raw_type!r}; use one of {type_names()}",
+        )
+    key = column.get("key", False) is True
+    if key and column.get("ignore") is True:
+        problems.add(f"{where}.ignore", "a key column cannot be ignored by change detection")
+    if key and column.get("nullable") is True:
+        problems.add(f"{where}.nullable", "a key column cannot be nullable")
+    fmt = column.get("format")
+    if isinstance(fmt, str) and column_type not in ("date", "timestamp"):
+        problems.add(f"{where}.format", "a format is a string, for date and timestamp columns only")
+    encoding = column.get("encoding")
+    if encoding in COLUMN_ENCODINGS and not (column_type or "").startswith("decimal"):
+        problems.add(
+            f"{where}.encoding", f"'{encoding}' decodes decimals: give a decimal(p,s) type"
+        )
+    if column.get("source_scale") is not None and encoding != "debezium_decimal":
+        problems.add(
+            f"{where}.source_scale",
+            "only with encoding: debezium_decimal (the scale of the source column)",
+        )
+    _lifecycle_rules(where, column, column_type, problems)
+
+
+def _lifecycle_rules(
+    where: str, column: dict[str, Any], column_type: str | None, problems: Problems
+) -> None:
+    """A column's shape changes: added/removed dates, widening, sensitivity of keys."""
+    for name in ("added", "removed"):
+        value = column.get(name)
+        if isinstance(value, str) and _bad_date(value):
+            problems.add(f"{where}.{name}", f"{value!r} is not a date (YYYY-MM-DD)")
+    added, removed = column.get("added"), column.get("removed")
+    if isinstance(added, str) and isinstance(removed, str) and removed <= added:
+        problems.add(f"{where}.removed", f"must be after added ({added})")
+    if column.get("added_as_update") is True and added is None:
+        problems.add(f"{where}.added_as_update", "only with added (the column's first date)")
+    if column.get("key") is True:
+        for name in ("added", "removed", "sensitive"):
+            if column.get(name) not in (None, False):
+                problems.add(
+                    f"{where}.{name}",
+                    "not for a key column: the key identifies each row in every table",
+                )
+    widened = column.get("widened")
+    if isinstance(widened, dict):
+        earlier = normalize_type(widened.get("from"))
+        since = widened.get("since")
+        if isinstance(since, str) and _bad_date(since):
+            problems.add(f"{where}.widened.since", f"{since!r} is not a date (YYYY-MM-DD)")
+        if earlier is None:
+            problems.add(f"{where}.widened.from", f"unknown type {widened.get('from')!r}")
+        elif column_type is not None:
+            problem = type_change_problem(earlier, column_type)
+            if problem or earlier == column_type:
+                problems.add(
+                    f"{where}.widened",
+                    (problem or f"from {earlier} to {column_type} is no change")
+                    + "; to change a column's type otherwise, add a new column (and mark this "
+                    "one removed), or rebuild the tables with replay from the first date",
+                )
+
+
+def _bad_date(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return True
+    return not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text)
+
+
+def _columns_rules(columns: list[Any], extract_type: Any, problems: Problems) -> None:
+    """The rules of the column list as a whole: names, source fields, keys."""
+    mappings = [c for c in columns if isinstance(c, dict)]
+    for index, column in enumerate(columns):
+        _column_rules(field_place({"columns": columns}, ["columns", index]), column, problems)
+    names = [c.get("name") for c in mappings if isinstance(c.get("name"), str)]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.add("columns", f"duplicate column name '{name}'")
+    sources = [str(c.get("source_name") or c.get("name")).lower() for c in mappings]
+    for source in sorted({s for s in sources if sources.count(s) > 1}):
+        problems.add("columns", f"two columns read the same source field '{source}'")
+    earlier = [(n, c.get("name")) for c in mappings for n in as_names(c.get("renamed_from"))]
+    for old, new in earlier:
+        if old in names:
+            problems.add(
+                "columns",
+                f"'{new}' is renamed from '{old}', which is still a column: a renamed column "
+                "keeps one name",
+            )
+    keys = [c for c in mappings if c.get("key") is True]
+    if not keys and any(c.get("sensitive") is True for c in mappings):
+        problems.add(
+            "columns",
+            "sensitive columns need a key: the sensitive tables are keyed by keyhash",
+        )
+    if mappings and not keys and extract_type != "changes":
+        problems.add("columns", "no key column: mark at least one column with 'key: true'")
+    if mappings and not keys and all(c.get("ignore") is True for c in mappings):
+        problems.add("columns", "a table without a key needs at least one compared column")
+
+
+def sequence_field(item: Any) -> dict[str, Any] | None:
+    """A sequence field as a mapping (a string is its path); None when it is neither."""
+    if isinstance(item, str):
+        return {"field": item}
+    return item if isinstance(item, dict) else None
+
+
+def _changes_rules(raw: dict[str, Any], problems: Problems) -> None:
+    """The ``changes`` block: required for change feeds, refused otherwise, and its rules."""
+    block = raw.get("changes")
+    source = raw.get("source")
+    fmt = source.get("format", "csv") if isinstance(source, dict) else "csv"
+    if raw.get("extract_type") != "changes":
+        if block is not None:
+            problems.add("changes", "only for extract_type: changes")
+        if fmt in event_formats():
+            problems.add(
+                "source.format", f"'{fmt}' carries change events: use extract_type: changes"
+            )
+        return
+    if block is None:
+        problems.add("changes", SCHEMA_DEFS["#/$defs/changes"]["x-message"])
+        return
+    if not isinstance(block, dict):
+        return  # the schema says so
+    raw_fields = block.get("sequence_by")
+    items = [raw_fields] if isinstance(raw_fields, str) else raw_fields
+    fields = [sequence_field(i) for i in items] if isinstance(items, list) else []
+    paths = [f.get("field") for f in fields if f and isinstance(f.get("field"), str)]
+    for index, item in enumerate(fields):
+        if not item or not isinstance(item.get("field"), str):
+            continue
+        where = f"changes.sequence_by[{index}]"
+        field_type = sequence_type(item)
+        if field_type is None:
+            problems.add(f"{where}.type", f"unknown type {item.get('type')!r}")
+        elif item.get("missing") == "lowest" and field_type not in lowest_sequence_types():
+            problems.add(
+                f"{where}.missing",
+                f"'lowest' is for {', '.join(lowest_sequence_types())} fields, not {field_type}",
+            )
+    aliases = [SequenceField(path).alias for path in paths]
+    if len(set(aliases)) != len(aliases):
+        problems.add("changes.sequence_by", "names the same field twice")
+    operation_column = block.get("operation_column")
+    if fmt in event_formats():
+        if operation_column is not None:
+            problems.add("changes.operation_column", f"not used by format '{fmt}' (it has op)")
+    else:
+        if not isinstance(operation_column, str):
+            problems.add(
+                "changes.operation_column",
+                f"a {fmt} feed needs the name of its operation column (values "
+                f"c/u/d/r/t or insert/update/delete/read/truncate), got {operation_column!r}",
+            )
+        for path in paths:
+            if "." in path:
+                problems.add(
+                    "changes.sequence_by", f"'{path}': a {fmt} feed orders by its own columns"
+                )
+        columns = raw.get("columns")
+        names = (
+            {c.get("name") for c in columns if isinstance(c, dict)}
+            if isinstance(columns, list)
+            else set()
+        )
+        if operation_column in names:
+            problems.add("changes.operation_column", f"'{operation_column}' is a configured column")
+    if raw.get("duplicates_keep_last_by") is not None:
+        problems.add(
+            "duplicates_keep_last_by", "not for change feeds: changes.sequence_by orders events"
+        )
+
+
+def sequence_type(item: dict[str, Any]) -> str | None:
+    """A sequence field's normalized type (text for binlog file names, else bigint)."""
+    default = "string" if item.get("field") in TEXT_SEQUENCE_FIELDS else "bigint"
+    return normalize_type(item.get("type", default))
+
+
+def table_rules(raw: dict[str, Any], file: str, problems: Problems) -> None:
+    """The rules that involve more than one field of a table config."""
+    name = raw.get("name")
+    stem = Path(file).stem
+    if isinstance(name, str) and NAME_PATTERN.match(name) and stem != name:
+        problems.add("name", f"'{name}' must match the file name '{stem}.yml'")
+    columns = raw.get("columns")
+    if isinstance(columns, list) and columns:
+        _columns_rules(columns, raw.get("extract_type"), problems)
+    keep_last_by = raw.get("duplicates_keep_last_by")
+    if isinstance(keep_last_by, str) and raw.get("extract_type") != "changes":
+        by_name = {c.get("name"): c for c in columns or [] if isinstance(c, dict)}
+        if keep_last_by not in by_name:
+            problems.add(
+                "duplicates_keep_last_by", f"must name a configured column, got {keep_last_by!r}"
+            )
+        elif by_name[keep_last_by].get("key") is True:
+            problems.add("duplicates_keep_last_by", "must be a non-key column")
+    _changes_rules(raw, problems)
+
+
+def as_names(raw: Any) -> list[str]:
+    """A name or a list of names as a list."""
+    if raw is None:
+        return []
+    return [raw] if isinstance(raw, str) else list(raw)
