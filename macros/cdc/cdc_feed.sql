@@ -30,88 +30,7 @@ previous_state as (
             ({'copies': 'bigint'} if keyless else {}), eff_start_date='date', seen_date='date')) }}
 ),
 
-last_truncate as (
-    {#- Everything before the latest truncate of the date is void. -#}
-    select max(event_sequence) as truncated_at
-    from applied_events
-    where event_op = 't'
-),
-
-key_events as (
-    {#- Each event as a change of one key; an update that moves a row to another key
-        (or, without a key, any update) is also a removal of its before key. -#}
-    select
-        keyhash,
-        event_sequence,
-        {#- At one position, a snapshot's read comes before a streamed change. #}
-        if(event_op = 'r', 0, 1) as read_phase,
-        event_op in ('c', 'u', 'r') as is_upsert,
-        {{ "if(event_op = 'd', -1, 1) as copies_delta," if keyless }}
-        nonkeyhash,
-        struct(
-            {{ hashcdc._column_list(columns, indent=12) }}
-        ) as event_row
-    from applied_events
-    where event_op != 't'
-    union all
-    select
-        before_keyhash as keyhash,
-        event_sequence,
-        1 as read_phase,
-        false as is_upsert,
-        {{ "-1 as copies_delta," if keyless }}
-        null as nonkeyhash,
-        null as event_row
-    from applied_events
-    where before_keyhash is not null
-),
-
-key_events_after_truncate as (
-    select key_events.*
-    from key_events
-    cross join last_truncate
-    where
-        last_truncate.truncated_at is null
-        or key_events.event_sequence > last_truncate.truncated_at
-),
-
-{%- if not keyless %}
-ranked_key_events as (
-    select
-        key_events_after_truncate.*,
-        row_number() over (
-            partition by keyhash
-            order by event_sequence desc, read_phase desc, is_upsert desc
-        ) as recency
-    from key_events_after_truncate
-),
-
-{% endif -%}
-net_key_events as (
-    {%- if keyless %}
-    {#- Without a key, identical rows are counted: the net effect is the sum of the
-        copies the events add and remove. -#}
-    select
-        keyhash,
-        sum(copies_delta) as copies_delta,
-        true as is_upsert,
-        max_by(nonkeyhash, if(event_row is null, null, event_sequence)) as nonkeyhash,
-        max_by(event_row, if(event_row is null, null, event_sequence)) as event_row,
-        max(event_sequence) as event_sequence
-    from key_events_after_truncate
-    group by keyhash
-    {%- else %}
-    {#- With a key, the latest event of each key wins. -#}
-    select
-        keyhash,
-        is_upsert,
-        nonkeyhash,
-        event_row,
-        event_sequence
-    from ranked_key_events
-    where recency = 1
-    {%- endif %}
-),
+{{ hashcdc.feed_net_key_events(columns, keyless) }},
 
 compared as (
     select
@@ -218,6 +137,143 @@ operation_counts as (
         'previous_nonkeyhash') }}
 ),
 
+{{ hashcdc.feed_watermark_bookkeeping() }},
+
+final as (
+    select
+        {{ hashcdc._column_list(columns, 'state_row') }},
+        {{- "\n        copies," if keyless }}
+        keyhash,
+        nonkeyhash,
+        operation,
+        eff_start_date,
+        event_sequence,
+        seen_date,
+        date'{{ business_date }}' as business_date,
+        cast(null as map<string, bigint>) as operation_counts
+    from new_state
+    union all
+    select
+        {{ hashcdc._null_columns(state_columns) }},
+        keyhash,
+        event_id as nonkeyhash,
+        operation,
+        null as eff_start_date,
+        event_sequence,
+        null as seen_date,
+        date'{{ business_date }}' as business_date,
+        operation_counts
+    from bookkeeping
+)
+
+select * from final
+{% endmacro %}
+
+
+{% macro feed_net_key_events(columns, keyless=false) %}
+    {{ return(adapter.dispatch('feed_net_key_events', 'hashcdc')(columns, keyless)) }}
+{% endmacro %}
+
+
+{% macro default__feed_net_key_events(columns, keyless) %}
+{#- CTEs last_truncate, key_events, key_events_after_truncate, (with a key)
+    ranked_key_events and net_key_events: the applied events (CTE applied_events) as the
+    net change of each key, after the date's latest truncate. -#}
+last_truncate as (
+    {#- Everything before the latest truncate of the date is void. -#}
+    select max(event_sequence) as truncated_at
+    from applied_events
+    where event_op = 't'
+),
+
+key_events as (
+    {#- Each event as a change of one key; an update that moves a row to another key
+        (or, without a key, any update) is also a removal of its before key. -#}
+    select
+        keyhash,
+        event_sequence,
+        {#- At one position, a snapshot's read comes before a streamed change. #}
+        if(event_op = 'r', 0, 1) as read_phase,
+        event_op in ('c', 'u', 'r') as is_upsert,
+        {{ "if(event_op = 'd', -1, 1) as copies_delta," if keyless }}
+        nonkeyhash,
+        struct(
+            {{ hashcdc._column_list(columns, indent=12) }}
+        ) as event_row
+    from applied_events
+    where event_op != 't'
+    union all
+    select
+        before_keyhash as keyhash,
+        event_sequence,
+        1 as read_phase,
+        false as is_upsert,
+        {{ "-1 as copies_delta," if keyless }}
+        null as nonkeyhash,
+        null as event_row
+    from applied_events
+    where before_keyhash is not null
+),
+
+key_events_after_truncate as (
+    select key_events.*
+    from key_events
+    cross join last_truncate
+    where
+        last_truncate.truncated_at is null
+        or key_events.event_sequence > last_truncate.truncated_at
+),
+
+{%- if not keyless %}
+ranked_key_events as (
+    select
+        key_events_after_truncate.*,
+        row_number() over (
+            partition by keyhash
+            order by event_sequence desc, read_phase desc, is_upsert desc
+        ) as recency
+    from key_events_after_truncate
+),
+
+{% endif -%}
+net_key_events as (
+    {%- if keyless %}
+    {#- Without a key, identical rows are counted: the net effect is the sum of the
+        copies the events add and remove. -#}
+    select
+        keyhash,
+        sum(copies_delta) as copies_delta,
+        true as is_upsert,
+        max_by(nonkeyhash, if(event_row is null, null, event_sequence)) as nonkeyhash,
+        max_by(event_row, if(event_row is null, null, event_sequence)) as event_row,
+        max(event_sequence) as event_sequence
+    from key_events_after_truncate
+    group by keyhash
+    {%- else %}
+    {#- With a key, the latest event of each key wins. -#}
+    select
+        keyhash,
+        is_upsert,
+        nonkeyhash,
+        event_row,
+        event_sequence
+    from ranked_key_events
+    where recency = 1
+    {%- endif %}
+)
+{%- endmacro %}
+
+
+{% macro feed_watermark_bookkeeping() %}
+    {{ return(adapter.dispatch('feed_watermark_bookkeeping', 'hashcdc')()) }}
+{% endmacro %}
+
+
+{% macro default__feed_watermark_bookkeeping() %}
+{#- CTEs watermark, applied_at_watermark, left_behind and bookkeeping: the W row (the
+    watermark and the date's counts, from CTE operation_counts), an A row per event applied
+    at the watermark's position, an 'a' row per earlier A row the watermark has left
+    (from CTEs applied_events, previous_watermark and previous_applied). -#}
 watermark as (
     select
         greatest(
@@ -273,37 +329,8 @@ bookkeeping as (
         null as event_sequence,
         null as operation_counts
     from left_behind
-),
-
-final as (
-    select
-        {{ hashcdc._column_list(columns, 'state_row') }},
-        {{- "\n        copies," if keyless }}
-        keyhash,
-        nonkeyhash,
-        operation,
-        eff_start_date,
-        event_sequence,
-        seen_date,
-        date'{{ business_date }}' as business_date,
-        cast(null as map<string, bigint>) as operation_counts
-    from new_state
-    union all
-    select
-        {{ hashcdc._null_columns(state_columns) }},
-        keyhash,
-        event_id as nonkeyhash,
-        operation,
-        null as eff_start_date,
-        event_sequence,
-        null as seen_date,
-        date'{{ business_date }}' as business_date,
-        operation_counts
-    from bookkeeping
 )
-
-select * from final
-{% endmacro %}
+{%- endmacro %}
 
 
 {% macro feed_applied_events(incoming, state, previous, columns, hash_column='nonkeyhash') %}
