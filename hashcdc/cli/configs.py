@@ -1,0 +1,124 @@
+"""Commands about a project's configs and models: schema, validate, check, init, docs, generate."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from hashcdc import generate
+from hashcdc.cli.daily import shown
+from hashcdc.config import SCHEMA, TableConfig, load_table_configs
+from hashcdc.errors import HashcdcError, InputDataError
+from hashcdc.project import (
+    dbt_args,
+    find_project_dir,
+    invoke_dbt,
+    spark_session,
+)
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """Print the JSON Schema of tables/<name>.yml (for editors and other tools)."""
+    del args
+    print(json.dumps(SCHEMA, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Check every table config, listing each problem with its file and field."""
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    print(f"{len(tables)} table config(s) valid: {', '.join(t.name for t in tables)}")
+    return _report_stale_models(project_dir, tables)
+
+
+def _report_stale_models(project_dir: Path, tables: list[TableConfig]) -> int:
+    """Say whether the generated models match the configs; 1 when they do not."""
+    problems = generate.check(project_dir, tables)
+    if problems:
+        print(
+            "generated models are out of date with tables/ (run `hashcdc generate`):\n"
+            + "\n".join(f"  - {p}" for p in problems),
+            file=sys.stderr,
+        )
+        return 1
+    print(f"generated models are current ({len(tables)} table config(s))")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Everything a run needs, checked before it: configs, models and the dates' extracts."""
+    from hashcdc.project import files_session
+    from hashcdc.stage import checked_extract
+
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    print(f"{len(tables)} table config(s) valid: {', '.join(t.name for t in tables)}")
+    status = _report_stale_models(project_dir, tables)
+    selected = [t for t in tables if t.enabled and (not args.select or t.name in args.select)]
+    if not args.date or not selected:
+        return status
+    os.chdir(project_dir)
+    spark = files_session(project_dir, args.target)
+    for business_date in sorted(set(args.date)):
+        for table in selected:
+            try:
+                files = checked_extract(spark, table, business_date)
+            except InputDataError as problem:
+                print(f"{business_date} {problem}", file=sys.stderr)
+                status = 1
+            else:
+                print(f"{business_date} table '{table.name}': {len(files)} file(s), columns match")
+    return status
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Write tables/NAME.yml from a sample extract; the user marks the keys."""
+    from hashcdc.sample import table_yaml_from_sample
+
+    project_dir = find_project_dir(args.project_dir)
+    target = project_dir / "tables" / f"{args.name}.yml"
+    if target.exists() and not args.force:
+        raise HashcdcError(f"{shown(target)} exists; choose another name or add --force")
+    text = table_yaml_from_sample(project_dir, args.name, args.sample, args.delimiter)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    print(f"wrote {shown(target)} from {args.sample}")
+    print(
+        "next: mark the key column(s) with `key: true`, check the types and source.path, "
+        f"then `hashcdc generate` and `hashcdc check --date YYYY-MM-DD --select {args.name}`"
+    )
+    return 0
+
+
+def cmd_docs(args: argparse.Namespace) -> int:
+    """Generate dbt docs as one page (target/static_index.html); --serve serves them."""
+    project_dir = find_project_dir(args.project_dir)
+    os.chdir(project_dir)
+    spark_session(project_dir, args.target)
+    target = ["--target", args.target] if args.target else []
+    generate_args = ["--static", *target]
+    if not invoke_dbt(dbt_args("docs generate", project_dir, generate_args)).success:
+        raise HashcdcError("dbt docs generate failed (see the dbt output above)")
+    page = project_dir / "target" / "static_index.html"
+    print(f"docs: {shown(page)} (one file: open it in a browser, or copy it anywhere)")
+    if args.serve:
+        print(f"serving target/ on http://127.0.0.1:{args.port} (Ctrl-C stops)")
+        invoke_dbt(dbt_args("docs serve", project_dir, ["--port", str(args.port), "--no-browser"]))
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """Write the thin model files from tables/ (``--check``: fail when they drift)."""
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    if args.check:
+        return _report_stale_models(project_dir, tables)
+    changed = generate.write(project_dir, tables)
+    for path in changed:
+        print(f"wrote {path}")
+    print(f"{len(changed)} file(s) changed for {len(tables)} table(s)")
+    return 0

@@ -1,0 +1,209 @@
+"""The ``hashcdc`` command's arguments: every subcommand, its options and their help."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from hashcdc.config import EXTRACT_TYPES
+from hashcdc.dates import parse_business_date
+from hashcdc.errors import HashcdcError
+
+
+def _date(text: str) -> str:
+    try:
+        return parse_business_date(text)
+    except HashcdcError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_processing_options(parser: argparse.ArgumentParser) -> None:
+    """The options that `run` and `replay` share: which tables, where, and mass deletes."""
+    parser.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    parser.add_argument("--target", help="profile target (default: local)")
+    parser.add_argument(
+        "--allow-mass-delete",
+        action="store_true",
+        help="accept full extracts that delete more than the table's max_delete_fraction",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``hashcdc`` command."""
+    parser = argparse.ArgumentParser(
+        prog="hashcdc", description="Config-driven hash-diff CDC as a dbt project on Spark."
+    )
+    parser.add_argument(
+        "--project-dir", type=Path, default=None, help="the project folder (default: .)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser(
+        "validate", help="check every tables/*.yml (listing every problem) and the models"
+    )
+    check = sub.add_parser(
+        "check",
+        help="before a run: configs, generated models, and each date's extract (present, "
+        "readable, columns as configured), without running dbt",
+    )
+    check.add_argument("--date", nargs="+", type=_date, default=[], help="YYYY-MM-DD")
+    check.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    check.add_argument("--target", help="profile target (default: local)")
+    status = sub.add_parser("status", help="one line per table: last run, counts, lag")
+    status.add_argument("--target", help="profile target (default: local)")
+    drop = sub.add_parser(
+        "drop", help="remove a table's config and models and, after confirmation, its data"
+    )
+    drop.add_argument("name")
+    drop.add_argument("--yes", action="store_true", help="drop the data without asking")
+    drop.add_argument("--keep-data", action="store_true", help="keep the tables and views")
+    drop.add_argument("--target", help="profile target (default: local)")
+    init = sub.add_parser("init", help="write tables/NAME.yml from a sample extract")
+    init.add_argument("name")
+    init.add_argument("--sample", required=True, type=Path, help="a CSV or parquet extract")
+    init.add_argument("--delimiter", default=",", help="CSV delimiter (default ,)")
+    init.add_argument("--force", action="store_true", help="overwrite tables/NAME.yml")
+    report = sub.add_parser("report", help="one HTML page with charts of every run")
+    report.add_argument("--out", type=Path, default=Path("target/report.html"))
+    report.add_argument("--target", help="profile target (default: local)")
+    docs = sub.add_parser("docs", help="generate dbt docs (one page); --serve to serve them")
+    docs.add_argument("--serve", action="store_true")
+    docs.add_argument("--port", type=int, default=8080)
+    docs.add_argument("--target", help="profile target (default: local)")
+    sub.add_parser("schema", help="print the JSON Schema of tables/<name>.yml (for editors)")
+
+    gen = sub.add_parser("generate", help="write the model files of every table config")
+    gen.add_argument("--check", action="store_true", help="only compare; exit 1 on drift")
+
+    run = sub.add_parser("run", help="process business dates (dbt build per date)")
+    run.add_argument(
+        "--date",
+        required=True,
+        nargs="+",
+        type=_date,
+        help="business date(s), YYYY-MM-DD; several run in date order in one Spark session",
+    )
+    _add_processing_options(run)
+    run.add_argument(
+        "--profile",
+        action="store_true",
+        help="report time per dbt node and per Spark stage (target/hashcdc_profile.md)",
+    )
+
+    replay = sub.add_parser(
+        "replay", help="recompute a date and every later processed date, in order"
+    )
+    replay.add_argument(
+        "--from", dest="from_date", required=True, type=_date, help="first date, YYYY-MM-DD"
+    )
+    _add_processing_options(replay)
+
+    query = sub.add_parser("query", help="run Spark SQL; CSV with a header on stdout")
+    query.add_argument("sql")
+    query.add_argument("--target", help="profile target (default: local)")
+    query.add_argument(
+        "--as-of",
+        type=_date,
+        metavar="DATE",
+        help="read the tables as they were after this business date (the states' versions)",
+    )
+
+    gen_data = sub.add_parser("datagen", help="generate synthetic daily extracts + table config")
+    gen_data.add_argument("--table", default="synthetic", help="table name")
+    gen_data.add_argument("--initial-records", type=int, default=10_000)
+    gen_data.add_argument("--incremental-records", type=int, default=None)
+    gen_data.add_argument("--key-columns", type=int, default=5)
+    gen_data.add_argument("--non-key-columns", type=int, default=10)
+    gen_data.add_argument("--fraction-deleted", type=float, default=0.2)
+    gen_data.add_argument("--fraction-updated", type=float, default=0.4)
+    gen_data.add_argument("--fraction-unchanged", type=float, default=0.4)
+    gen_data.add_argument(
+        "--dates",
+        nargs="+",
+        type=_date,
+        default=["2019-06-18", "2019-06-19"],
+        help="business dates: the first gets the initial extract, each next one a change",
+    )
+    gen_data.add_argument(
+        "--output",
+        default="landing/{table}",
+        help="output folder; one sub-folder per business date (default: landing/{table})",
+    )
+    gen_data.add_argument(
+        "--extract-type",
+        choices=EXTRACT_TYPES,
+        default="full",
+        help="delta: later dates hold only the new and updated rows; changes: Debezium JSON "
+        "change events",
+    )
+    gen_data.add_argument(
+        "--redeliver",
+        action="store_true",
+        help="changes: put the previous date's files into each date's folder again",
+    )
+    gen_data.add_argument(
+        "--out-of-order",
+        action="store_true",
+        help="changes: shuffle each date's events over several files",
+    )
+    gen_data.add_argument("--seed", type=int, default=42)
+    gen_data.add_argument("--target", help="profile target (default: local)")
+
+    sub.add_parser("demo", help="the article's example: 10,000 rows over 3 business dates")
+
+    upgrade = sub.add_parser(
+        "upgrade", help="convert the states of an earlier release to Delta tables (history kept)"
+    )
+    upgrade.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    upgrade.add_argument("--target", help="profile target (default: local)")
+
+    compact_parser = sub.add_parser(
+        "compact",
+        help="compact the states' files and apply their retention (Delta OPTIMIZE, VACUUM)",
+    )
+    compact_parser.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    compact_parser.add_argument("--target", help="profile target (default: local)")
+
+    bench_parser = sub.add_parser(
+        "bench", help="benchmark the days of four cases against the copy floor and a peer"
+    )
+    bench_parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
+    bench_parser.add_argument(
+        "--peer",
+        choices=["dbt-duckdb", "dbt-spark"],
+        action="append",
+        default=None,
+        help="also run a peer (a dbt snapshot on dbt-duckdb or dbt-spark) over the same files; "
+        "repeat for both",
+    )
+    bench_parser.add_argument(
+        "--end-to-end-max-rows",
+        type=int,
+        default=1_000_000,
+        help="time `hashcdc run` of day 2 in its own process for sizes up to this many rows",
+    )
+    bench_parser.add_argument(
+        "--week-days",
+        type=int,
+        default=7,
+        help="uncompacted 1%% delta days before reading `current`, then compacting (0: skip)",
+    )
+    bench_parser.add_argument(
+        "--skip-tests", action="store_true", help="do not run and time each date's dbt tests"
+    )
+    bench_parser.add_argument("--output", type=Path, default=Path("bench_output"))
+    bench_parser.add_argument(
+        "--report", type=Path, default=None, help="also write the markdown table here"
+    )
+    bench_parser.add_argument("--keep", action="store_true", help="keep the scratch project")
+    bench_parser.add_argument(
+        "--no-delta",
+        action="store_true",
+        help="skip the 1%% delta extract and change feed measurements",
+    )
+    bench_parser.add_argument(
+        "--formats",
+        action="store_true",
+        help="only measure Delta Lake and Iceberg on the state's shape (a typical day's MERGE)",
+    )
+    return parser

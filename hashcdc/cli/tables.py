@@ -1,0 +1,132 @@
+"""Commands about the tables' state and upkeep: status, upgrade, compact, drop, report."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import sys
+
+from hashcdc import audit, generate
+from hashcdc.cli.daily import shown
+from hashcdc.config import load_table_configs
+from hashcdc.errors import HashcdcError
+from hashcdc.lock import table_locks
+from hashcdc.project import (
+    find_project_dir,
+    profile_output,
+    spark_session,
+)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """One line per table: paused or not, last date and run, counts, lag."""
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    runs = audit.latest_runs(spark, audit.audit_table(project_dir))
+    audit.console().print(audit.status_table(tables, runs, dt.date.today()))
+    return 0
+
+
+def cmd_upgrade(args: argparse.Namespace) -> int:
+    """Convert the states a release before the Delta layout wrote (each in one commit)."""
+    from hashcdc.upgrade import upgrade_states
+
+    project_dir = find_project_dir(args.project_dir)
+    configs = load_table_configs(project_dir / "tables")
+    names = set(args.select or [t.name for t in configs])
+    tables = [t for t in configs if t.name in names]
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    schema = profile_output(project_dir, args.target)["schema"]
+    with table_locks(spark, sorted(names)):
+        upgraded = [name for t in tables for name in upgrade_states(spark, schema, t)]
+    print(
+        f"hashcdc upgrade: {len(upgraded)} state table(s) converted"
+        if upgraded
+        else "hashcdc upgrade: every state is already a Delta table; nothing to do"
+    )
+    return 0
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    """Compact the states (OPTIMIZE) and drop the files of versions no longer kept."""
+    from hashcdc.audit import project_var
+    from hashcdc.maintenance import compact
+    from hashcdc.upgrade import state_tables
+
+    project_dir = find_project_dir(args.project_dir)
+    configs = load_table_configs(project_dir / "tables")
+    names = set(args.select or [t.name for t in configs])
+    kept = int(str(project_var(project_dir, "hashcdc_state_snapshots_kept")))
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    schema = profile_output(project_dir, args.target)["schema"]
+    with table_locks(spark, sorted(names)):
+        for table in (t for t in configs if t.name in names):
+            for state in state_tables(schema, table):
+                print(f"{state}: compacting", flush=True)
+                done = compact(spark, state, kept)
+                print(done.summary() if done else f"{state}: not a Delta state yet", flush=True)
+    return 0
+
+
+def cmd_drop(args: argparse.Namespace) -> int:
+    """Remove a table: its config and generated models, and (confirmed) its relations."""
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    table = next((t for t in tables if t.name == args.name), None)
+    if table is None:
+        raise HashcdcError(
+            f"no table '{args.name}'; configured: {', '.join(t.name for t in tables) or 'none'}"
+        )
+    files = [project_dir / table.config_file] + [
+        project_dir / g.path for g in generate.generated_files([table])
+    ]
+    relations = generate.relations(table)
+    print(f"table '{table.name}': the config and generated models:")
+    print("\n".join(f"  {shown(f)}" for f in files if f.exists()))
+    drop_data = not args.keep_data
+    if drop_data:
+        print(f"and its data: {', '.join(name for name, _ in relations)}")
+        if not args.yes:
+            if not sys.stdin.isatty():
+                raise HashcdcError(
+                    "dropping data needs confirmation: run it in a terminal, or add --yes "
+                    "(or --keep-data to remove only the config and models)"
+                )
+            answer = input(f"Type '{table.name}' to drop its data for good: ").strip()
+            if answer != table.name:
+                print("nothing dropped")
+                return 1
+        os.chdir(project_dir)
+        spark = spark_session(project_dir, args.target)
+        with table_locks(spark, [table.name]):
+            for name, is_view in relations:
+                spark.sql(f"drop {'view' if is_view else 'table'} if exists {name}")
+    for path in files:
+        path.unlink(missing_ok=True)
+    for folder in {f.parent for f in files}:
+        if folder.exists() and not any(folder.iterdir()):
+            folder.rmdir()
+    print(
+        f"dropped table '{table.name}'"
+        + ("" if drop_data else " (its data is kept)")
+        + f"; its runs stay in {audit.audit_table(project_dir)}"
+    )
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write one self-contained HTML page with charts of every run in the audit."""
+    from hashcdc.report import write_report
+
+    project_dir = find_project_dir(args.project_dir)
+    tables = load_table_configs(project_dir / "tables")
+    os.chdir(project_dir)
+    spark = spark_session(project_dir, args.target)
+    out = write_report(spark, audit.audit_table(project_dir), tables, args.out, dt.date.today())
+    print(f"wrote {shown(out.resolve())}")
+    return 0
