@@ -71,6 +71,22 @@ class HadoopFiles:
                 files.append(status.getPath().toString())
         return sorted(files)
 
+    def exists(self, location: str) -> bool:
+        """Whether a file or folder is there."""
+        path = self.path(location)
+        return bool(self.filesystem(path).exists(path))
+
+    def rename(self, source: str, destination: str) -> None:
+        """Move a file or folder to a path that does not exist (one step on HDFS and local)."""
+        origin, target = self.path(source), self.path(destination)
+        if not self.filesystem(origin).rename(origin, target):
+            raise OSError(f"could not move {source} to {destination}")
+
+    def delete(self, location: str) -> None:
+        """Remove a file or folder with everything in it (nothing when it is not there)."""
+        path = self.path(location)
+        self.filesystem(path).delete(path, True)
+
     def copy_file(self, source: str, destination: str) -> None:
         """Copy one file, across file systems if need be (Hadoop's ``FileUtil.copy``)."""
         origin, target = self.path(source), self.path(destination)

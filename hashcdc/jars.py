@@ -1,4 +1,4 @@
-"""The JVM packages hashcdc adds to Spark: the table format (Delta Lake) and the probe's peer.
+"""The JVM packages hashcdc adds to Spark: the table format (Delta Lake), JDBC drivers, a peer.
 
 They are fetched once, at install, from Maven Central by the machine's Maven into a folder
 the project owns (``jars/`` beside ``pyproject.toml``, or ``HASHCDC_JARS_DIR``), never at
@@ -45,6 +45,8 @@ class MavenJar:
 RUNTIME_JARS = (
     MavenJar("io.delta", "delta-spark_2.13", "4.0.0"),
     MavenJar("io.delta", "delta-storage", "4.0.0"),
+    # `hashcdc extract` reads PostgreSQL tables through Spark's JDBC source.
+    MavenJar("org.postgresql", "postgresql", "42.7.14"),
 )
 # Only `hashcdc bench --formats` loads it: the measurement behind the choice of format.
 ICEBERG_JAR = MavenJar("org.apache.iceberg", "iceberg-spark-runtime-4.0_2.13", "1.10.0")

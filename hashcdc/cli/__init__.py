@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from hashcdc.cli.capture import cmd_extract
 from hashcdc.cli.configs import (
     cmd_check,
     cmd_docs,
@@ -43,6 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "upgrade": cmd_upgrade,
         "compact": cmd_compact,
         "query": cmd_query,
+        "extract": cmd_extract,
         "datagen": cmd_datagen,
         "bench": cmd_bench,
         "demo": cmd_demo,

@@ -98,6 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_processing_options(replay)
 
+    extract = sub.add_parser(
+        "extract",
+        help="read tables' snapshots from their database (source.database) and land them "
+        "as the extracts of a business date",
+    )
+    extract.add_argument("tables", nargs="+", metavar="TABLE")
+    extract.add_argument("--date", required=True, type=_date, help="business date YYYY-MM-DD")
+    extract.add_argument(
+        "--replace", action="store_true", help="land the date's extract again if it is there"
+    )
+    extract.add_argument("--target", help="profile target (default: local)")
+
     query = sub.add_parser("query", help="run Spark SQL; CSV with a header on stdout")
     query.add_argument("sql")
     query.add_argument("--target", help="profile target (default: local)")

@@ -17,6 +17,7 @@ from hashcdc.config.loading import load_table_configs, parse_table_config
 from hashcdc.config.model import (
     ChangesConfig,
     ColumnConfig,
+    DatabaseSource,
     SequenceField,
     SourceConfig,
     TableConfig,
@@ -47,6 +48,7 @@ __all__ = [
     "TEXT_SEQUENCE_FIELDS",
     "ChangesConfig",
     "ColumnConfig",
+    "DatabaseSource",
     "SequenceField",
     "SourceConfig",
     "TableConfig",

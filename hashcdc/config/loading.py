@@ -14,6 +14,7 @@ from hashcdc.column_types import (
 from hashcdc.config.model import (
     ChangesConfig,
     ColumnConfig,
+    DatabaseSource,
     SequenceField,
     SourceConfig,
     TableConfig,
@@ -106,6 +107,7 @@ def _build(raw: dict[str, Any], file: str) -> TableConfig:
             path=source["path"],
             format=source.get("format", SOURCE_FIELDS["format"]["default"]),
             csv=csv_options,
+            database=DatabaseSource(**source["database"]) if source.get("database") else None,
         ),
         columns=tuple(columns),
         description=str(raw.get("description") or ""),

@@ -68,12 +68,30 @@ class ColumnConfig:
 
 
 @dataclass(frozen=True)
+class DatabaseSource:
+    """A live database table that ``hashcdc extract`` reads a date's extract from (JDBC)."""
+
+    kind: str
+    database: str
+    user_env: str
+    host: str = "127.0.0.1"
+    port: int | None = None
+    table: str | None = None
+    query: str | None = None
+    password_env: str | None = None
+    partition_column: str | None = None
+    partitions: int = 1
+    fetch_size: int = 10_000
+
+
+@dataclass(frozen=True)
 class SourceConfig:
     """Where a table's extract for a business date lands and how to parse it."""
 
     path: str
     format: str = SOURCE_FIELDS["format"]["default"]
     csv: dict[str, Any] = field(default_factory=lambda: dict(CSV_OPTION_DEFAULTS))
+    database: DatabaseSource | None = None
 
     def path_for(self, business_date: str) -> str:
         """The source path (file, folder or glob) for one business date."""
@@ -212,12 +230,17 @@ class TableConfig:
             {k: v for k, v in asdict(c).items() if k in ("name", "type") or v != defaults[k]}
             for c in self.columns
         ]
+        if self.source.database is None:
+            del data["source"]["database"]
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TableConfig:
         """Rebuild a config from :meth:`to_dict` output (already validated)."""
-        source = SourceConfig(**data["source"])
+        database = data["source"].get("database")
+        source = SourceConfig(
+            **{**data["source"], "database": DatabaseSource(**database) if database else None}
+        )
         columns = tuple(
             ColumnConfig(**{**c, "renamed_from": tuple(c.get("renamed_from") or ())})
             for c in data["columns"]

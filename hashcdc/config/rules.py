@@ -254,6 +254,38 @@ def table_rules(raw: dict[str, Any], file: str, problems: Problems) -> None:
         elif by_name[keep_last_by].get("key") is True:
             problems.add("duplicates_keep_last_by", "must be a non-key column")
     _changes_rules(raw, problems)
+    _database_rules(raw, problems)
+
+
+# Where `hashcdc extract` lands a database table's snapshot: files it writes whole.
+LANDED_FORMATS = ("parquet", "csv")
+
+
+def _database_rules(raw: dict[str, Any], problems: Problems) -> None:
+    """A database source: a table or a query, landed as a full or delta extract."""
+    source = raw.get("source")
+    database = source.get("database") if isinstance(source, dict) else None
+    if not isinstance(database, dict):
+        return
+    if (database.get("table") is None) == (database.get("query") is None):
+        problems.add("source.database", "give exactly one of table and query")
+    partitions = database.get("partitions", 1)
+    if isinstance(partitions, int) and partitions > 1 and database.get("partition_column") is None:
+        problems.add(
+            "source.database.partitions",
+            "parallel reads split the range of a column: give partition_column too",
+        )
+    fmt = source.get("format", "csv")
+    if fmt not in LANDED_FORMATS:
+        problems.add(
+            "source.format",
+            f"a database table is landed as {' or '.join(LANDED_FORMATS)}, not {fmt}",
+        )
+    if raw.get("extract_type") == "changes":
+        problems.add(
+            "source.database",
+            "a database snapshot is a full (or delta) extract, not a feed of change events",
+        )
 
 
 def as_names(raw: Any) -> list[str]:

@@ -91,6 +91,17 @@ class Postgres:
     def metastore_url(self) -> str:
         return f"jdbc:postgresql://{LOOPBACK}:{self.port}/{METASTORE_DATABASE}"
 
+    def psql(self, sql: str, database: str = METASTORE_DATABASE) -> str:
+        """Run SQL with psql as the server's user; its output (unaligned, no headers)."""
+        done = subprocess.run(
+            [str(postgres_bindir() / "psql"), "-h", LOOPBACK, "-p", str(self.port), "-U",
+             METASTORE_USER, "-d", database, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"psql: {done.stderr}")
+        return done.stdout
+
     def environment(self) -> dict[str, str]:
         """The variables that point the ``shared`` and ``cluster`` targets at it."""
         return {
