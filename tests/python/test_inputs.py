@@ -112,4 +112,4 @@ def test_a_registered_format_runs_end_to_end(project: Any, json_rows: Reader) ->
         "where business_date = '2024-01-02'"
     )
     assert [row["line_number"] for row in rejects] == [3]
-    assert rejects[0]["reasons"] == ["malformed row: not a JSON object"]
+    assert rejects[0]["reasons"][0] == "malformed row: not a JSON object"
