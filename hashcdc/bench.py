@@ -185,6 +185,23 @@ def _run_days(
         figures[f"{prefix}day{day}_per_model_s"] = {k: v[0] for k, v in per_model.items()}
 
 
+def _release(spark: Any, work: Path, table: str, args: argparse.Namespace) -> None:
+    """Drop a measured case's tables and landed files (a 10M bench holds 70+ GB otherwise).
+
+    Nothing with ``--keep``. The peers' own copies stay: one database file per peer.
+    """
+    if args.keep:
+        return
+    from hashcdc import generate
+    from hashcdc.config import load_table_configs
+
+    config = next(t for t in load_table_configs(work / "tables") if t.name == table)
+    for name, is_view in generate.relations(config):
+        spark.sql(f"drop {'view' if is_view else 'table'} if exists {name}")
+    for folder in (work / "landing" / table, work / "copy_floor" / table):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def _state_detail(spark: Any, table: str) -> Any:
     """Delta's ``describe detail`` of a table's state: its current version's bytes, files."""
     return spark.sql(f"describe detail {Relations(table).state}").first()
@@ -266,6 +283,7 @@ def _peer_days(spark: Any, peer: Any, options: Any, prefix: str) -> dict[str, An
     current = peer.current_rows(options.table_name, spark)
     ours = spark.table(Relations(options.table_name).current).count()
     figures[f"{name}current_rows"] = current
+    figures[f"{prefix}current_rows"] = ours
     if current != ours:
         print(
             f"bench: {peer.name}'s current {options.table_name} has {current:,} rows, "
@@ -380,11 +398,13 @@ def bench_size(
         for peer in peers:
             figures.update(_peer_days(spark, peer, small, f"{kind}_"))
             save()
+        _release(spark, work, small.table_name, args)
     if not args.no_delta:
         figures.update(_fixed_and_weekly_deltas(spark, work, rows, figures, args))
         save()
     if rows <= args.end_to_end_max_rows:
         figures.update(_end_to_end(args.project_dir, work, table))
+    _release(spark, work, table, args)
 
 
 def _fixed_and_weekly_deltas(
@@ -409,6 +429,7 @@ def _fixed_and_weekly_deltas(
         datagen.generate_extracts(spark, fixed, work)
         generate.write(work, load_table_configs(work / "tables"))
         _run_days(work, fixed.table_name, fixed.dates, result, "fixed_delta_", not args.skip_tests)
+        _release(spark, work, fixed.table_name, args)
     week = dataclasses.replace(
         _small_change_options(rows, "delta"),
         table_name=f"bench_{rows}_week",
@@ -424,6 +445,7 @@ def _fixed_and_weekly_deltas(
         work, week.table_name, week.dates, result, "week_", with_tests=False, extra_args=no_policy
     )
     result.update(_week_without_compaction(spark, week))
+    _release(spark, work, week.table_name, args)
     return result
 
 
