@@ -46,11 +46,8 @@ class-archive: jars/.fetched
 demo: install
 	$(BIN)/hashcdc demo
 
-# Two workers (pytest-xdist), each with its own Spark session, a test module at a time
-# (a module's fixtures, such as its Spark cluster, are set up once), the slowest modules
-# first (tests/python/conftest.py).
 test: install test-services
-	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest
 
 # The unit tier alone: config, generator, hashing vectors, CLI parsing; no Spark, seconds.
 test-unit: install

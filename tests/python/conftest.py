@@ -32,40 +32,11 @@ time.tzset()
 signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
-# The slowest modules, slowest first (from CI's --durations). `make test` runs the suite
-# in two pytest-xdist workers, a module at a time each, taking modules in collection
-# order: the longest start first, so the two workers end close together.
-SLOWEST_MODULES = (
-    "test_cluster",
-    "test_shared_metastore",
-    "test_crash",
-    "test_schema_evolution",
-    "test_debezium_shapes",
-    "test_property",
-    "test_feed_property",
-    "test_metastore",
-    "test_bench_smoke",
-    "test_feeds",
-    "test_feed_formats",
-    "test_operations",
-    "test_pipeline",
-)
-
-
-def _module_rank(item: pytest.Item) -> int:
-    name = item.module.__name__ if item.module else ""
-    return SLOWEST_MODULES.index(name) if name in SLOWEST_MODULES else len(SLOWEST_MODULES)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that needs Spark, so `pytest -m "not spark"` runs the unit tier.
-
-    And put the slowest modules first (a module's own order kept).
-    """
+    """Mark every test that needs Spark, so `pytest -m "not spark"` runs the unit tier."""
     for item in items:
         if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
-    items.sort(key=_module_rank)
 
 
 @dataclass
