@@ -15,7 +15,7 @@ import pytest
 from hashcdc.cli import main
 
 SOURCE_DATABASE = "shop"
-TABLE = "pg_customers"
+TABLE = "extracted_customers"
 
 
 @pytest.fixture
