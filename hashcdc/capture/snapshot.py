@@ -221,14 +221,7 @@ def land_snapshot(
         if table.source.format == "parquet":
             writer.parquet(landing)
         else:
-            options = table.source.csv
-            writer.options(
-                header=options["header"],
-                sep=options["delimiter"],
-                quote=options["quote"],
-                escape=options["escape"],
-                encoding=options["encoding"],
-            ).csv(landing)
+            writer.options(**_csv_options(table)).csv(landing)
     finally:
         snapshot.close()
     rows = _landed_rows(spark, table, landing)
@@ -246,16 +239,16 @@ def _landed_rows(spark: SparkSession, table: TableConfig, landing: str) -> int:
     """The rows of the landed files (read back: the snapshot itself is read once)."""
     if table.source.format == "parquet":
         return spark.read.parquet(landing).count()
+    return spark.read.options(**_csv_options(table), multiLine=True).csv(landing).count()
+
+
+def _csv_options(table: TableConfig) -> dict[str, object]:
+    """Spark's CSV options for ``source.csv``: the landed files read as the pipeline reads."""
     options = table.source.csv
-    return (
-        spark.read.options(
-            header=options["header"],
-            sep=options["delimiter"],
-            quote=options["quote"],
-            escape=options["escape"],
-            encoding=options["encoding"],
-            multiLine=True,
-        )
-        .csv(landing)
-        .count()
-    )
+    return {
+        "header": options["header"],
+        "sep": options["delimiter"],
+        "quote": options["quote"],
+        "escape": options["escape"],
+        "encoding": options["encoding"],
+    }
