@@ -356,6 +356,11 @@ def bench_size(
     from hashcdc import datagen, generate
     from hashcdc.config import load_table_configs
 
+    figures["rows"] = rows
+    if args.only_change_cost:
+        figures.update(_fixed_and_weekly_deltas(spark, work, rows, figures, args))
+        save()
+        return
     table = f"bench_{rows}"
     options = datagen.DatagenOptions(
         table_name=table,
@@ -417,7 +422,7 @@ def _fixed_and_weekly_deltas(
 
     result: dict[str, Any] = {}
     fraction = FIXED_CHANGES / rows
-    if math.isclose(fraction, DELTA_FRACTION_CHANGED):
+    if math.isclose(fraction, DELTA_FRACTION_CHANGED) and "delta_day2_run_s" in figures:
         result["fixed_delta_day2_run_s"] = figures["delta_day2_run_s"]
     elif fraction < 1:
         fixed = dataclasses.replace(
@@ -542,6 +547,7 @@ def _targets(report: dict[str, Any]) -> list[str]:
                 f"{written / 2**20:.1f} of {size['state_bytes'] / 2**20:.1f} MiB: {share:.1%}",
                 share <= 0.05,
             )
+    for size in report["sizes"]:
         if "week_read_uncompacted" in size:
             for kind, label in (("count_s", "count"), ("filter_s", "filter on a key")):
                 before = size["week_read_uncompacted"][kind]
@@ -549,12 +555,14 @@ def _targets(report: dict[str, Any]) -> list[str]:
                 row(
                     f"reading `current` ({label}) after {size['week_days']} uncompacted days "
                     "≤ 1.3× after compaction",
-                    rows,
+                    size["rows"],
                     f"{before} s vs {after} s: {_ratio(before, after)}×",
                     after > 0 and before / after <= 1.3,
                 )
     fixed = {
-        n: s["fixed_delta_day2_run_s"] for n, s in sizes.items() if "fixed_delta_day2_run_s" in s
+        s["rows"]: s["fixed_delta_day2_run_s"]
+        for s in report["sizes"]
+        if "fixed_delta_day2_run_s" in s
     }
     if len(fixed) > 1:
         small, large = min(fixed), max(fixed)
@@ -588,6 +596,11 @@ def _peer_cell(size: dict[str, Any], peer: str, case: str) -> str:
     if total is None:
         return "failed" if _peer_failure(size, peer, case) else "—"
     return f"{total} ({size[f'{peer}_{case}_load_s']} + {size[f'{peer}_{case}_snapshot_s']})"
+
+
+def _has_daily_cases(size: dict[str, Any]) -> bool:
+    """Whether this size ran the daily cases (not only ``--only-change-cost``)."""
+    return "day2_run_s" in size
 
 
 def _markdown(report: dict[str, Any]) -> str:
@@ -659,7 +672,7 @@ def _markdown(report: dict[str, Any]) -> str:
         "| dbt overhead (day 2) | tests (day 2) | end to end day 2 |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for size in report["sizes"]:
+    for size in filter(_has_daily_cases, report["sizes"]):
         overhead = round(size["day2_run_s"] - sum(size["day2_per_model_s"].values()), 2)
         lines.append(
             f"| {size['rows']:,} | {size['dbt_parse_full_s']} | {size['dbt_parse_new_date_s']} "
@@ -680,7 +693,7 @@ def _markdown(report: dict[str, Any]) -> str:
         "cast and hashed into a `noop` sink (no write).",
         "",
     ]
-    for size in report["sizes"]:
+    for size in filter(_has_daily_cases, report["sizes"]):
         models = list(size["day2_per_model_s"])
         lines += [
             f"**{size['rows']:,} rows** (CSV of day 2: {size['day2_csv_mib']} MiB; hash stage "

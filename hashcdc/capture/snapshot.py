@@ -70,7 +70,7 @@ def _environment(table: TableConfig, variable: str, field: str, what: str) -> st
 
 def connection_properties(table: TableConfig) -> dict[str, str]:
     """The JDBC driver, user and password (from the environment variables the config names)."""
-    database = _database(table)
+    database = database_of(table)
     properties = {
         "driver": DRIVERS[database.kind],
         "user": _environment(table, database.user_env, "user_env", "user's name"),
@@ -82,7 +82,8 @@ def connection_properties(table: TableConfig) -> dict[str, str]:
     return properties
 
 
-def _database(table: TableConfig) -> DatabaseSource:
+def database_of(table: TableConfig) -> DatabaseSource:
+    """The table's ``source.database``; an error naming the config when it has none."""
     if table.source.database is None:
         raise HashcdcError(
             f"table '{table.name}' has no source.database in {table.config_file}: its "
@@ -97,7 +98,7 @@ def _quoted(name: str) -> str:
 
 def source_relation(table: TableConfig) -> str:
     """The relation read: the configured columns of the table, or the configured query."""
-    database = _database(table)
+    database = database_of(table)
     if database.query:
         return f"({database.query}) as {SOURCE_ALIAS}"
     columns = ", ".join(_quoted(column.source_field) for column in table.columns)
@@ -150,7 +151,7 @@ def read_snapshot(spark: SparkSession, table: TableConfig) -> tuple[DataFrame, _
 
     Close the snapshot once the rows are written (the readers join it when they start).
     """
-    database = _database(table)
+    database = database_of(table)
     url = jdbc_url(database)
     properties = connection_properties(table)
     snapshot = _ExportedSnapshot(spark, url, properties)

@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from hashcdc.cli.capture import cmd_extract
+from hashcdc.cli.capture import cmd_capture, cmd_extract
 from hashcdc.cli.configs import (
     cmd_check,
     cmd_docs,
@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "compact": cmd_compact,
         "query": cmd_query,
         "extract": cmd_extract,
+        "capture": cmd_capture,
         "datagen": cmd_datagen,
         "bench": cmd_bench,
         "demo": cmd_demo,

@@ -1,9 +1,11 @@
-"""Commands that read live databases: extract (a table's snapshot as a date's extract)."""
+"""Commands that read live databases: extract (a snapshot as a date's extract), capture."""
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
+from pathlib import Path
 
 from hashcdc.config import load_table_configs
 from hashcdc.errors import HashcdcError
@@ -33,3 +35,71 @@ def cmd_extract(args: argparse.Namespace) -> int:
             flush=True,
         )
     return 0
+
+
+# Where each capture (one replication slot) keeps its offsets and progress.
+CAPTURE_STATE_DIR = Path(".hashcdc") / "capture"
+
+
+def _until(text: str | None) -> tuple[int | None, dt.datetime | None]:
+    """``--until``: a log position (``16/B374D848``) or a time (ISO; UTC without offset)."""
+    from hashcdc.capture.pgoutput import lsn_number
+
+    if text is None:
+        return None, None
+    if "/" in text:
+        try:
+            return lsn_number(text), None
+        except ValueError:
+            pass
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise HashcdcError(
+            f"--until {text}: give a log position (16/B374D848) or an ISO time "
+            "(2024-03-02T00:00:00)"
+        ) from None
+    return None, moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    """Stream the selected tables' changes from their database's log (or check it)."""
+    from hashcdc.capture.postgres import CaptureOptions, PostgresCapture
+    from hashcdc.capture.server import capture_group, check
+
+    project_dir = find_project_dir(args.project_dir)
+    os.chdir(project_dir)
+    configs = load_table_configs(project_dir / "tables")
+    captured = [t for t in configs if t.source.database and t.extract_type == "changes"]
+    if args.select:
+        by_name = {table.name: table for table in captured}
+        unknown = [name for name in args.select if name not in by_name]
+        if unknown:
+            raise HashcdcError(
+                f"not captured tables: {', '.join(unknown)} (captured: extract_type changes "
+                f"with source.database: {', '.join(sorted(by_name)) or 'none'})"
+            )
+        captured = [by_name[name] for name in args.select]
+    if not captured:
+        raise HashcdcError(
+            "no table to capture: give a table extract_type: changes and a source.database "
+            "block (docs/capture.md)"
+        )
+    group = capture_group(captured)
+    if args.check:
+        lines = check(group)
+        for line in lines:
+            print(line, flush=True)
+        return 2 if any(line.startswith("problem:") for line in lines) else 0
+    until_lsn, until_time = _until(args.until)
+    options = CaptureOptions(
+        state_dir=project_dir / CAPTURE_STATE_DIR,
+        once=args.once,
+        until_lsn=until_lsn,
+        until_time=until_time,
+        roll_bytes=int(args.roll_mib * 2**20),
+        roll_seconds=args.roll_seconds,
+        retry_seconds=args.retry_seconds,
+        business_date=args.date,
+    )
+    return PostgresCapture(group, options, project_dir).run()

@@ -110,6 +110,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     extract.add_argument("--target", help="profile target (default: local)")
 
+    capture = sub.add_parser(
+        "capture",
+        help="stream the changes of tables (extract_type changes, source.database) from "
+        "their database's log into the landing zone, after a first snapshot",
+    )
+    capture.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    capture.add_argument(
+        "--check", action="store_true", help="test the connection and prerequisites, then exit"
+    )
+    capture.add_argument(
+        "--once", action="store_true", help="capture up to the log's end at the start, then exit"
+    )
+    capture.add_argument(
+        "--until",
+        metavar="POSITION|TIME",
+        help="stop before the first transaction committed at or after this log position "
+        "(16/B374D848) or time (ISO, UTC if no offset)",
+    )
+    capture.add_argument(
+        "--date",
+        type=_date,
+        help="land every event in this business date (batch: --once --date D, then run "
+        "--date D); default: the date (UTC) each transaction committed",
+    )
+    capture.add_argument(
+        "--roll-mib", type=float, default=64, help="land a file after this many MiB (64)"
+    )
+    capture.add_argument(
+        "--roll-seconds", type=float, default=60, help="land a file after this many seconds (60)"
+    )
+    capture.add_argument(
+        "--retry-seconds",
+        type=float,
+        default=300,
+        help="retry a lost server this long, then stop with a message (300)",
+    )
+
     query = sub.add_parser("query", help="run Spark SQL; CSV with a header on stdout")
     query.add_argument("sql")
     query.add_argument("--target", help="profile target (default: local)")
@@ -212,6 +249,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-delta",
         action="store_true",
         help="skip the 1%% delta extract and change feed measurements",
+    )
+    bench_parser.add_argument(
+        "--only-change-cost",
+        action="store_true",
+        help="only the cost-follows-the-change cases: the same 10,000 changed rows as a delta "
+        "and reading `current` after --week-days uncompacted days",
     )
     bench_parser.add_argument(
         "--formats",

@@ -27,6 +27,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     spark = spark_session(project_dir, args.target)
     runs = audit.latest_runs(spark, audit.audit_table(project_dir))
     audit.console().print(audit.status_table(tables, runs, dt.date.today()))
+    from hashcdc.capture.status import capture_table
+    from hashcdc.cli.capture import CAPTURE_STATE_DIR
+
+    now = dt.datetime.now(dt.timezone.utc)
+    captured = capture_table(tables, project_dir / CAPTURE_STATE_DIR, now)
+    if captured is not None:
+        audit.console().print(captured)
     return 0
 
 

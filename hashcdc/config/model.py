@@ -69,7 +69,7 @@ class ColumnConfig:
 
 @dataclass(frozen=True)
 class DatabaseSource:
-    """A live database table that ``hashcdc extract`` reads a date's extract from (JDBC)."""
+    """A live database table: ``hashcdc extract`` snapshots it, ``hashcdc capture`` streams it."""
 
     kind: str
     database: str
@@ -82,6 +82,18 @@ class DatabaseSource:
     partition_column: str | None = None
     partitions: int = 1
     fetch_size: int = 10_000
+    slot: str | None = None
+    publication: str | None = None
+
+    @property
+    def capture_slot(self) -> str:
+        """The replication slot ``hashcdc capture`` reads (``slot``, else per database)."""
+        return self.slot or f"hashcdc_{self.database}".lower()
+
+    @property
+    def capture_publication(self) -> str:
+        """The publication of the slot's tables (``publication``, else the slot's name)."""
+        return self.publication or self.capture_slot
 
 
 @dataclass(frozen=True)

@@ -259,10 +259,14 @@ def table_rules(raw: dict[str, Any], file: str, problems: Problems) -> None:
 
 # Where `hashcdc extract` lands a database table's snapshot: files it writes whole.
 LANDED_FORMATS = ("parquet", "csv")
+# What `hashcdc capture` lands, and the sequence its events are ordered by: the commit's
+# position, then the change's own within its transaction.
+CAPTURED_FORMAT = "debezium"
+CAPTURED_SEQUENCE = ("source.commit_lsn", "source.lsn")
 
 
 def _database_rules(raw: dict[str, Any], problems: Problems) -> None:
-    """A database source: a table or a query, landed as a full or delta extract."""
+    """A database source: snapshots landed as extracts, or changes captured from its log."""
     source = raw.get("source")
     database = source.get("database") if isinstance(source, dict) else None
     if not isinstance(database, dict):
@@ -276,15 +280,34 @@ def _database_rules(raw: dict[str, Any], problems: Problems) -> None:
             "parallel reads split the range of a column: give partition_column too",
         )
     fmt = source.get("format", "csv")
-    if fmt not in LANDED_FORMATS:
+    if raw.get("extract_type") == "changes":
+        _captured_rules(raw, database, fmt, problems)
+    elif fmt not in LANDED_FORMATS:
         problems.add(
             "source.format",
             f"a database table is landed as {' or '.join(LANDED_FORMATS)}, not {fmt}",
         )
-    if raw.get("extract_type") == "changes":
+
+
+def _captured_rules(
+    raw: dict[str, Any], database: dict[str, Any], fmt: str, problems: Problems
+) -> None:
+    """A table whose changes `hashcdc capture` streams: a table, Debezium events, LSN order."""
+    if fmt != CAPTURED_FORMAT:
         problems.add(
-            "source.database",
-            "a database snapshot is a full (or delta) extract, not a feed of change events",
+            "source.format",
+            f"`hashcdc capture` lands Debezium envelopes: set format: {CAPTURED_FORMAT}",
+        )
+    if database.get("query") is not None:
+        problems.add("source.database.query", "a log is captured per table: give table")
+    changes = raw.get("changes")
+    sequence = changes.get("sequence_by") if isinstance(changes, dict) else None
+    fields = [f.get("field") if isinstance(f, dict) else f for f in as_names(sequence)]
+    if fields != list(CAPTURED_SEQUENCE):
+        problems.add(
+            "changes.sequence_by",
+            "captured events are ordered by their commit, then by the change within it: "
+            f"sequence_by: [{', '.join(CAPTURED_SEQUENCE)}]",
         )
 
 

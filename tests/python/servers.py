@@ -86,6 +86,15 @@ class Postgres:
 
     port: int
     folder: Path
+    as_user: tuple[str, ...] | list[str] = ()
+
+    def restart(self) -> None:
+        """Stop the server (fast: clients are disconnected) and start it again."""
+        subprocess.run(
+            [*self.as_user, str(postgres_bindir() / "pg_ctl"), "-D", str(self.folder / "data"),
+             "-l", str(self.folder / "server.log"), "-m", "fast", "-w", "restart"],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
 
     @property
     def metastore_url(self) -> str:
@@ -130,11 +139,14 @@ def postgres_server() -> Iterator[Postgres]:
     try:
         pg(str(bindir / "initdb"), "-D", str(data), "-U", METASTORE_USER, "--auth=trust",
            "-E", "UTF8", "--no-sync")  # fmt: skip
-        pg(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-o",
-           f"-h {LOOPBACK} -p {port} -k {folder} -c fsync=off", "start")  # fmt: skip
+        # Logical decoding on: `hashcdc capture` streams from this server too.
+        options = (f"-h {LOOPBACK} -p {port} -k {folder} -c fsync=off -c wal_level=logical "
+                   "-c max_replication_slots=16 -c max_wal_senders=16")
+        pg(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-o", options,
+           "start")  # fmt: skip
         pg(str(bindir / "createdb"), "-h", LOOPBACK, "-p", str(port), "-U", METASTORE_USER,
            METASTORE_DATABASE)  # fmt: skip
-        yield Postgres(port, folder)
+        yield Postgres(port, folder, as_user)
     finally:
         if (data / "postmaster.pid").exists():
             subprocess.run(

@@ -1,0 +1,183 @@
+"""Where captured events land, and the offsets that say how far they are landed.
+
+Events are appended to a hidden part file per table and business date in the date's
+landing folder (Spark and Hadoop skip names starting with ``_``, so a run never reads one).
+A *roll* closes every part at a transaction boundary: each is flushed to disk and renamed
+to its final name, which carries the position of the last transaction in it; then the
+offsets file is replaced in one step (written beside it, flushed, renamed). The offsets
+are the commit point: on restart, landed files past them belong to a roll that never
+committed and are removed before their transactions are streamed again, so every
+transaction lands exactly once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hashcdc.config import TableConfig
+from hashcdc.hadoop import resolve_location
+
+PART_PREFIX = "_capturing-"
+FILE_SUFFIX = ".json"
+
+
+def landing_folder(table: TableConfig, business_date: str, project_dir: Path) -> Path:
+    """The local folder of a table's events for a business date (``source.path``)."""
+    location = resolve_location(table.source.path_for(business_date), str(project_dir))
+    return Path(location.removeprefix("file://").removeprefix("file:"))
+
+
+def _fsync_folder(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step: a reader sees the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(f".{path.name}.{os.getpid()}")
+    with scratch.open("w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    scratch.replace(path)
+    _fsync_folder(path.parent)
+
+
+@dataclass
+class TableProgress:
+    """What capture has landed for one table (shown by ``hashcdc status``)."""
+
+    source: str
+    events: int = 0
+    files: int = 0
+    last_commit_time: str | None = None
+    schema_changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Offsets:
+    """How far a capture (one replication slot) has landed: its commit point.
+
+    ``snapshot`` is ``None`` before the initial snapshot, ``"running"`` while it is read
+    (with the slot's ``snapshot_lsn``, ``snapshot_date`` and the files landed so far) and
+    ``"done"`` after. ``position`` is the end of the last landed transaction (where
+    streaming resumes), ``commit_lsn`` its commit record (transactions at or before it
+    are already landed).
+    """
+
+    path: Path
+    slot: str
+    snapshot: str | None = None
+    snapshot_lsn: int = 0
+    snapshot_date: str | None = None
+    snapshot_files: list[str] = field(default_factory=list)
+    position: int = 0
+    commit_lsn: int = 0
+    commit_time: str | None = None
+    tables: dict[str, TableProgress] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+    updated: str | None = None
+
+    @classmethod
+    def load(cls, path: Path, slot: str) -> Offsets:
+        """The offsets saved at ``path``, or empty ones (nothing captured yet)."""
+        if not path.exists():
+            return cls(path, slot)
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        tables = {name: TableProgress(**value) for name, value in data.pop("tables", {}).items()}
+        return cls(path=path, tables=tables, **data)
+
+    def save(self) -> None:
+        """Write the offsets in one step (the capture's commit point)."""
+        self.updated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        data = {key: value for key, value in self.__dict__.items() if key != "path"}
+        data["tables"] = {name: progress.__dict__ for name, progress in self.tables.items()}
+        write_atomically(self.path, json.dumps(data, indent=2) + "\n")
+
+    def progress(self, table: TableConfig, source: str) -> TableProgress:
+        """The table's progress entry (made on first use)."""
+        return self.tables.setdefault(table.name, TableProgress(source))
+
+
+@dataclass
+class _Part:
+    folder: Path
+    table: str
+    handle: Any
+    events: int = 0
+
+
+class Landing:
+    """The open part files of one capture, rolled into landed files at transaction ends."""
+
+    def __init__(self, slot: str, project_dir: Path) -> None:
+        self.slot = slot
+        self.project_dir = project_dir
+        self.parts: dict[tuple[str, str], _Part] = {}
+        self.bytes = 0
+
+    def append(self, table: TableConfig, business_date: str, line: str) -> None:
+        """Append one event (a JSON line) to the table's part for the date."""
+        key = (table.name, business_date)
+        part = self.parts.get(key)
+        if part is None:
+            folder = landing_folder(table, business_date, self.project_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"{PART_PREFIX}{self.slot}-{os.getpid()}{FILE_SUFFIX}"
+            part = self.parts[key] = _Part(folder, table.name, path.open("w", encoding="utf-8"))
+        part.handle.write(line)
+        part.handle.write("\n")
+        part.events += 1
+        self.bytes += len(line) + 1
+
+    @property
+    def pending(self) -> bool:
+        """Whether events are written but not landed."""
+        return bool(self.parts)
+
+    def land(self, name_suffix: str) -> list[tuple[str, Path, int]]:
+        """Flush and rename every part to ``<slot>-<name_suffix>.json``: (table, file, events).
+
+        The caller saves the offsets afterwards; until then the files are not committed.
+        """
+        landed = []
+        for part in self.parts.values():
+            part.handle.flush()
+            os.fsync(part.handle.fileno())
+            part.handle.close()
+            final = part.folder / f"{self.slot}-{name_suffix}{FILE_SUFFIX}"
+            Path(part.handle.name).replace(final)
+            _fsync_folder(part.folder)
+            landed.append((part.table, final, part.events))
+        self.parts.clear()
+        self.bytes = 0
+        return landed
+
+    def discard(self) -> None:
+        """Drop every unlanded part (its transactions are streamed again from the offsets)."""
+        for part in self.parts.values():
+            part.handle.close()
+            Path(part.handle.name).unlink(missing_ok=True)
+        self.parts.clear()
+        self.bytes = 0
+
+
+def landed_position(path: Path, slot: str) -> int | None:
+    """The position a landed streaming file's name carries (``<slot>-<lsn hex>.json``)."""
+    stem = path.name.removesuffix(FILE_SUFFIX)
+    if not stem.startswith(f"{slot}-"):
+        return None
+    suffix = stem.removeprefix(f"{slot}-")
+    try:
+        return int(suffix, 16)
+    except ValueError:
+        return None

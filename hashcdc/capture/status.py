@@ -1,0 +1,79 @@
+"""``hashcdc status``'s capture part: per captured table, how far its capture has landed.
+
+Read from each capture's offsets (``.hashcdc/capture/<slot>.json``) and, when the server
+answers, its current log position: the bytes of log the capture is behind, and how long
+ago the last landed transaction committed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.table import Table
+
+from hashcdc.capture.landing import Offsets
+from hashcdc.capture.pgoutput import lsn_number, lsn_text
+from hashcdc.config import TableConfig
+from hashcdc.errors import HashcdcError
+
+
+def _server_position(tables: list[TableConfig]) -> int | str:
+    """The server's current WAL position, or why it is not known."""
+    from hashcdc.capture.server import capture_group, connect, query
+
+    try:
+        with connect(capture_group(tables)) as connection:
+            return lsn_number(query(connection, "select pg_current_wal_lsn()::text")[0][0])
+    except HashcdcError as exc:
+        return str(exc).splitlines()[0]
+
+
+def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.datetime) -> Table | None:
+    """One line per captured table with offsets; ``None`` when nothing is captured."""
+    captured: dict[str, list[TableConfig]] = {}
+    for table in tables:
+        database = table.source.database
+        if database is not None and table.extract_type == "changes":
+            captured.setdefault(database.capture_slot, []).append(table)
+    rows = []
+    for slot, members in captured.items():
+        offsets = Offsets.load(state_dir / f"{slot}.json", slot)
+        if offsets.updated is None:
+            continue
+        server = _server_position(members)
+        behind = f"{server - offsets.position:,} bytes" if isinstance(server, int) else server
+        for table in members:
+            progress = offsets.tables.get(table.name)
+            committed = progress.last_commit_time if progress else None
+            ago = (
+                f"{(now - dt.datetime.fromisoformat(committed)).total_seconds():.0f} s ago"
+                if committed
+                else "—"
+            )
+            rows.append(
+                (
+                    table.name,
+                    slot,
+                    offsets.snapshot or "not yet",
+                    lsn_text(offsets.position),
+                    behind,
+                    ago,
+                    f"{progress.events:,}" if progress else "0",
+                    str(progress.files) if progress else "0",
+                    offsets.failures[-1] if offsets.failures else "",
+                )
+            )
+    if not rows:
+        return None
+    out = Table(title="capture")
+    headings = (
+        "table", "slot", "snapshot", "landed up to", "behind the server", "last commit",
+        "events", "files", "last failure",
+    )  # fmt: skip
+    for heading in headings:
+        out.add_column(heading)
+    for row in rows:
+        out.add_row(*row)
+    return out

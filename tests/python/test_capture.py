@@ -1,0 +1,313 @@
+"""``hashcdc capture``: a live PostgreSQL table, snapshotted then streamed, equals the lake.
+
+A real server (the session's, with ``wal_level = logical``) holds the source table; the
+capture runs as the user would run it, a process of its own. While it runs, a workload of
+inserts, updates (a key change among them), deletes, one large transaction, an update
+that leaves a TOASTed value unchanged and a column addition is committed; the capture is
+SIGKILLed mid-stream and started again, and the server is restarted once under it. The
+landed events then go through the ordinary pipeline (``dbt build``): `current` must equal
+``SELECT *`` on the source, and the history (``history: audit``: every applied event) must
+hold each committed change exactly once — counted against a trigger on the source that
+logs every row change as it commits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hashcdc.cli import main
+
+SOURCE_DATABASE = "shop"
+TABLE = "captured_orders"
+FIRST, SECOND = "2024-01-01", "2024-01-02"
+LARGE_TRANSACTION_ROWS = 20_000
+
+
+@pytest.fixture
+def orders(postgres: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A source table with a trigger that logs every committed row change."""
+    if SOURCE_DATABASE not in postgres.psql("select datname from pg_database").split():
+        postgres.psql(f"create database {SOURCE_DATABASE}")
+    name = f"orders_{uuid.uuid4().hex[:8]}"
+    postgres.psql(
+        f"create table public.{name} (id int primary key, item text, amount numeric(10,2), "
+        f"placed date, paid boolean, notes text); "
+        f"create table public.{name}_log (op char(1)); "
+        f"create function public.{name}_logged() returns trigger language plpgsql as $$ "
+        f"begin insert into public.{name}_log values (left(TG_OP, 1)); return null; end $$; "
+        f"create trigger logged after insert or update or delete on public.{name} "
+        f"for each row execute function public.{name}_logged(); "
+        f"insert into public.{name} select n, 'item ' || n, n * 1.25, date '2023-12-01' + n, "
+        "n % 2 = 0, null from generate_series(1, 50) n",
+        SOURCE_DATABASE,
+    )
+    monkeypatch.setenv("SHOP_USER", "hashcdc")
+    return name
+
+
+def _config(postgres: Any, source_table: str) -> dict[str, Any]:
+    return {
+        "name": TABLE,
+        "extract_type": "changes",
+        "source": {
+            "path": f"landing/{TABLE}/{{business_date}}",
+            "format": "debezium",
+            "database": {
+                "kind": "postgresql",
+                "port": postgres.port,
+                "database": SOURCE_DATABASE,
+                "table": f"public.{source_table}",
+                "user_env": "SHOP_USER",
+                "slot": f"hashcdc_{source_table}",
+            },
+        },
+        "changes": {"sequence_by": ["source.commit_lsn", "source.lsn"], "history": "audit"},
+        "columns": [
+            {"name": "order_id", "source_name": "id", "type": "int", "key": True},
+            {"name": "item", "type": "string"},
+            {"name": "amount", "type": "decimal(10,2)"},
+            {"name": "placed", "type": "date"},
+            {"name": "paid", "type": "boolean"},
+            {"name": "notes", "type": "string"},
+        ],
+    }
+
+
+def _capture(project: Any, *options: str) -> subprocess.Popen:
+    """``hashcdc capture`` in a process of its own (as a user starts it)."""
+    log = (project.root / "capture.log").open("a")
+    return subprocess.Popen(
+        [sys.executable, "-m", "hashcdc.cli", "--project-dir", str(project.root), "capture",
+         "--roll-seconds", "1", "--retry-seconds", "60", *options],
+        stdout=log, stderr=subprocess.STDOUT, env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+
+
+def _landed(project: Any, business_date: str) -> list[Path]:
+    return sorted((project.root / "landing" / TABLE / business_date).glob("*.json"))
+
+
+def _wait_for(check: Any, seconds: float, what: str, project: Any) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.2)
+    log = (project.root / "capture.log").read_text()
+    raise AssertionError(f"{what} not within {seconds} s; capture's log:\n{log}")
+
+
+def _source_rows(postgres: Any, table: str) -> dict[int, tuple[str, ...]]:
+    lines = postgres.psql(
+        f"select id, item, amount, placed, paid, coalesce(md5(notes), '') from public.{table}",
+        SOURCE_DATABASE,
+    )
+    rows = {}
+    for line in lines.splitlines():
+        key, *values = line.split("|")
+        rows[int(key)] = tuple(values)
+    return rows
+
+
+def _lake_rows(project: Any) -> dict[int, tuple[str, ...]]:
+    rows = project.rows(
+        f"select order_id, item, cast(amount as string) as amount, cast(placed as string) "
+        f"as placed, case when paid then 't' else 'f' end as paid, "
+        f"coalesce(md5(notes), '') as notes from {TABLE}_current"
+    )
+    return {
+        row["order_id"]: (row["item"], row["amount"], row["placed"], row["paid"], row["notes"])
+        for row in rows
+    }
+
+
+def test_snapshot_then_stream_through_a_kill_and_a_server_restart(
+    project: Any, postgres: Any, orders: str
+) -> None:
+    project.add_table(_config(postgres, orders))
+    root = ["--project-dir", str(project.root)]
+
+    # Day 1: the snapshot alone (--once: up to the log's end at the start).
+    assert main([*root, "capture", "--once", "--date", FIRST]) == 0
+    assert project.build(FIRST, TABLE).success
+    assert _lake_rows(project) == _source_rows(postgres, orders)
+    postgres.psql(f"truncate public.{orders}_log", SOURCE_DATABASE)
+
+    def sql(statement: str) -> None:
+        postgres.psql(statement, SOURCE_DATABASE)
+
+    # Day 2: streaming while the workload runs.
+    capture = _capture(project, "--date", SECOND)
+    try:
+        sql(f"insert into public.{orders} values (51, 'new', 9.99, '2024-01-02', true, null)")
+        sql(f"update public.{orders} set amount = amount + 1 where id <= 10")
+        sql(f"update public.{orders} set id = 1000 where id = 11")  # the key changes
+        sql(f"delete from public.{orders} where id between 20 and 24")
+        _wait_for(lambda: _landed(project, SECOND), 60, "a first streamed file", project)
+        # A large transaction (its events are written to disk as they come, not held).
+        sql(
+            f"insert into public.{orders} select n, 'bulk', n, null, false, null "
+            f"from generate_series(10001, {10000 + LARGE_TRANSACTION_ROWS}) n"
+        )
+        # A value stored out of line (TOAST), then an update that leaves it unchanged.
+        sql(
+            f"update public.{orders} set notes = (select string_agg(md5(random()::text), '') "
+            "from generate_series(1, 300)) where id = 30"
+        )
+        sql(f"update public.{orders} set item = 'renamed' where id = 30")
+        capture.send_signal(signal.SIGKILL)
+        capture.wait(timeout=30)
+        # Committed while the capture is down: streamed after its restart.
+        sql(f"update public.{orders} set paid = not paid where id between 40 and 45")
+        sql(f"delete from public.{orders} where id between 10001 and 10100")
+        capture = _capture(project, "--date", SECOND)
+        sql(f"insert into public.{orders} values (52, 'after restart', 1, null, null, null)")
+        _wait_for(
+            lambda: "after restart" in "".join(p.read_text() for p in _landed(project, SECOND)),
+            60,
+            "the change committed after the restart",
+            project,
+        )
+        postgres.restart()
+        sql(f"alter table public.{orders} add column channel text")
+        sql(f"update public.{orders} set channel = 'web', amount = 0 where id = 51")
+        sql(f"insert into public.{orders} values (53, 'with channel', 2, null, true, null, 'app')")
+        _wait_for(
+            lambda: "with channel" in "".join(p.read_text() for p in _landed(project, SECOND)),
+            120,
+            "the change committed after the server's restart",
+            project,
+        )
+        capture.send_signal(signal.SIGTERM)
+        assert capture.wait(timeout=60) == 0
+    finally:
+        if capture.poll() is None:
+            capture.kill()
+    log = (project.root / "capture.log").read_text()
+    assert "retrying" in log and "changed shape" in log, log
+
+    # Whatever was committed and not landed yet: --once catches up and stops.
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 0
+    outcome = project.build(SECOND, TABLE)
+    assert outcome.success, outcome.text
+    assert _lake_rows(project) == _source_rows(postgres, orders)
+    committed = dict(
+        line.split("|")
+        for line in postgres.psql(
+            f"select op, count(*) from public.{orders}_log group by op", SOURCE_DATABASE
+        ).splitlines()
+    )
+    applied = {
+        row["operation"]: row["n"]
+        for row in project.rows(
+            f"select operation, count(*) as n from {TABLE}_history "
+            f"where business_date = '{SECOND}' group by operation"
+        )
+    }
+    assert applied == {"I": int(committed["I"]), "U": int(committed["U"]), "D": int(committed["D"])}
+
+    offsets = json.loads(next((project.root / ".hashcdc" / "capture").glob("*.json")).read_text())
+    assert offsets["snapshot"] == "done" and offsets["tables"][TABLE]["events"] > 20_000
+
+
+def test_check_names_what_to_change(
+    project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--check: the server is ready; a table without a key is named with the fix."""
+    postgres.psql(f"create table public.{orders}_nokey (id int, item text)", SOURCE_DATABASE)
+    project.add_table(_config(postgres, orders))
+    root = ["--project-dir", str(project.root)]
+    assert main([*root, "capture", "--check"]) == 0
+    assert "ready: slot" in capsys.readouterr().out
+    config = _config(postgres, f"{orders}_nokey")
+    config["columns"] = [c for c in config["columns"] if c["name"] in ("order_id", "item")]
+    project.add_table(config)
+    assert main([*root, "capture", "--check"]) == 2
+    out = capsys.readouterr().out
+    assert f"ALTER TABLE public.{orders}_nokey REPLICA IDENTITY FULL" in out, out
+
+
+def _text(value: str) -> bytes:
+    return value.encode() + b"\x00"
+
+
+def _tuple(*values: str | None) -> bytes:
+    import struct
+
+    out = struct.pack(">h", len(values))
+    for value in values:
+        if value is None:
+            out += b"n"
+        elif value == "<unchanged>":
+            out += b"u"
+        else:
+            out += b"t" + struct.pack(">i", len(value.encode())) + value.encode()
+    return out
+
+
+def test_pgoutput_messages_decode() -> None:
+    """The protocol's byte layouts, as PostgreSQL documents them, become messages."""
+    import datetime as dt
+    import struct
+
+    from hashcdc.capture import pgoutput
+
+    microseconds = 86_400 * 1_000_000  # 2000-01-02 00:00 UTC
+    begin = pgoutput.decode(b"B" + struct.pack(">QqI", 0x16_B374D848, microseconds, 42))
+    assert begin == pgoutput.Begin(
+        0x16_B374D848, dt.datetime(2000, 1, 2, tzinfo=dt.timezone.utc), 42
+    )
+    relation = pgoutput.decode(
+        b"R" + struct.pack(">I", 7) + _text("public") + _text("orders") + b"d"
+        + struct.pack(">h", 2)
+        + struct.pack(">b", 1) + _text("id") + struct.pack(">Ii", 23, -1)
+        + struct.pack(">b", 0) + _text("notes") + struct.pack(">Ii", 25, -1)
+    )  # fmt: skip
+    assert isinstance(relation, pgoutput.Relation)
+    assert relation.qualified_name == "public.orders"
+    assert [(c.name, c.type_oid, c.is_key) for c in relation.columns] == [
+        ("id", 23, True),
+        ("notes", 25, False),
+    ]
+    insert = pgoutput.decode(b"I" + struct.pack(">I", 7) + b"N" + _tuple("1", None))
+    assert insert == pgoutput.RowChange(7, "c", None, ("1", None))
+    key_change = pgoutput.decode(
+        b"U" + struct.pack(">I", 7) + b"K" + _tuple("1", None) + b"N" + _tuple("2", "<unchanged>")
+    )
+    assert key_change == pgoutput.RowChange(7, "u", ("1", None), ("2", pgoutput.UNCHANGED_TOAST))
+    delete = pgoutput.decode(b"D" + struct.pack(">I", 7) + b"K" + _tuple("2", None))
+    assert delete == pgoutput.RowChange(7, "d", ("2", None), None)
+    assert pgoutput.decode(b"T" + struct.pack(">IbI", 1, 0, 7)) == pgoutput.Truncate((7,))
+    commit = pgoutput.decode(b"C" + struct.pack(">bQQq", 0, 10, 20, microseconds))
+    assert isinstance(commit, pgoutput.Commit) and (commit.commit_lsn, commit.end_lsn) == (10, 20)
+    assert pgoutput.lsn_text(0x16_B374D848) == "16/B374D848"
+    assert pgoutput.lsn_number("16/B374D848") == 0x16_B374D848
+    with pytest.raises(ValueError, match="unknown message kind"):
+        pgoutput.decode(b"Z")
+
+
+def test_a_captured_table_is_checked_with_the_config() -> None:
+    from hashcdc.config import parse_table_config
+
+    class _Server:
+        port = 5432
+
+    config = _config(_Server(), "orders")
+    table, problems = parse_table_config(config, f"tables/{TABLE}.yml")
+    assert problems == [] and table is not None
+    assert table.source.database is not None and table.source.database.slot == "hashcdc_orders"
+    config["source"] = {**config["source"], "format": "csv"}
+    config["changes"] = {"sequence_by": ["source.lsn"]}
+    _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
+    assert any("lands Debezium envelopes: set format: debezium" in p for p in problems)
+    assert any("sequence_by: [source.commit_lsn, source.lsn]" in p for p in problems)
