@@ -17,27 +17,18 @@ offsets are skipped.
 
 from __future__ import annotations
 
-import datetime as dt
-import glob
 import select
-import signal
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from hashcdc.capture import pgoutput
-from hashcdc.capture.envelope import envelope, epoch_ms, row_image
-from hashcdc.capture.landing import FILE_SUFFIX, Landing, Offsets, landed_position
-from hashcdc.capture.server import (
-    CaptureError,
-    CaptureGroup,
-    ConnectionLostError,
+from hashcdc.capture.base import ConnectionLostError, LogCapture, first_line, qualified_name
+from hashcdc.capture.envelope import envelope, epoch_ms
+from hashcdc.capture.postgres_source import (
     connect,
-    first_line,
     prerequisite_problems,
-    qualified_name,
     query,
+    row_image,
 )
 from hashcdc.config import TableConfig
 
@@ -45,88 +36,28 @@ from hashcdc.config import TableConfig
 _POLL_SECONDS = 0.5
 
 
-@dataclass(frozen=True)
-class CaptureOptions:
-    """How long to capture and how to land (``hashcdc capture``'s flags)."""
+class PostgresCapture(LogCapture):
+    """PostgreSQL: a slot with an exported snapshot, then ``pgoutput`` from the slot."""
 
-    state_dir: Path
-    once: bool = False
-    until_lsn: int | None = None
-    until_time: dt.datetime | None = None
-    roll_bytes: int = 64 * 2**20
-    roll_seconds: float = 60.0
-    retry_seconds: float = 300.0
-    # Every event into this business date (batch use: `capture --once --date D`, then
-    # `run --date D`); None: each transaction into the date (UTC) it committed on.
-    business_date: str | None = None
+    connector: ClassVar[str] = "postgresql"
 
-
-class PostgresCapture:
-    """One capture process: snapshot once, then stream until told to stop."""
-
-    def __init__(self, group: CaptureGroup, options: CaptureOptions, project_dir: Path):
-        self.group = group
-        self.options = options
-        self.project_dir = project_dir
-        self.offsets = Offsets.load(options.state_dir / f"{group.slot}.json", group.slot)
-        self.landing = Landing(group.slot, project_dir)
-        self.signalled = False
-        self.target_lsn: int | None = None
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
         self.relations: dict[int, pgoutput.Relation] = {}
-        self.streaming = False
+        self.cursor: Any = None
 
-    def print(self, message: str) -> None:
-        """A progress line (never a credential: the DSN is not printed)."""
-        print(f"hashcdc capture {self.group.slot}: {message}", flush=True)
-
-    # The loop with retries ---------------------------------------------------------
-
-    def run(self) -> int:
-        """Capture until a stop condition; retry a lost server until the deadline."""
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, self._on_signal)
-        lost_since: float | None = None
-        attempt = 0
-        while True:
-            self.streaming = False
-            try:
-                self._session()
-                return 0
-            except ConnectionLostError as exc:
-                self.landing.discard()
-                now = time.monotonic()
-                if self.streaming or lost_since is None:
-                    lost_since, attempt = now, 0
-                if now - lost_since > self.options.retry_seconds:
-                    self._fail(
-                        f"{exc}; gave up after {now - lost_since:.0f} s of retries "
-                        f"(--retry-seconds {self.options.retry_seconds:.0f}). Nothing is lost: "
-                        "start `hashcdc capture` again once the server is back"
-                    )
-                attempt += 1
-                pause = min(2.0 ** (attempt - 1), 30.0)
-                self.print(f"{exc}; retrying in {pause:.0f} s")
-                time.sleep(pause)
-
-    def _on_signal(self, signum: int, frame: Any) -> None:
-        self.signalled = True
-
-    def _fail(self, message: str) -> None:
-        self.offsets.failures = [*self.offsets.failures[-4:], message]
-        self.offsets.save()
-        raise CaptureError(f"capture {self.group.slot}: {message}")
-
-    def _session(self) -> None:
+    def session(self) -> None:
+        """Check, drop an unfinished snapshot's slot, snapshot if needed, stream."""
         import psycopg2
 
         try:
             with connect(self.group) as connection:
                 problems = prerequisite_problems(connection, self.group)
                 if problems:
-                    self._fail("; ".join(problems))
+                    self.fail("; ".join(problems))
                 self._ensure_publication(connection)
                 if self.options.once:
-                    self.target_lsn = pgoutput.lsn_number(
+                    self.target_position = pgoutput.lsn_number(
                         query(connection, "select pg_current_wal_lsn()::text")[0][0]
                     )
                 slot = query(
@@ -135,7 +66,7 @@ class PostgresCapture:
                     self.group.slot,
                 )
                 if slot and slot[0][0] is not None:
-                    self._fail(
+                    self.fail(
                         f"the replication slot {self.group.slot} is in use by the server's "
                         f"process {slot[0][0]} (another `hashcdc capture` of these tables?): "
                         "stop that one first; one capture per slot"
@@ -144,9 +75,9 @@ class PostgresCapture:
                     if slot:
                         self.print(f"dropping slot {self.group.slot}: its snapshot never finished")
                         query(connection, "select pg_drop_replication_slot(%s)", self.group.slot)
-                    self._remove_files(self.offsets.snapshot_files)
+                    self.forget_unfinished_snapshot()
                 elif not slot:
-                    self._fail(
+                    self.fail(
                         f"the replication slot {self.group.slot} is gone (dropped, or removed "
                         "for lagging too far): changes after "
                         f"{pgoutput.lsn_text(self.offsets.position)} may be lost. Re-snapshot: "
@@ -157,7 +88,8 @@ class PostgresCapture:
                 cursor = replication.cursor()
                 if self.offsets.snapshot != "done":
                     self._snapshot(cursor)
-                self._remove_uncommitted()
+                self.remove_uncommitted()
+                self.cursor = cursor
                 self._stream(cursor)
         except (psycopg2.OperationalError, psycopg2.InterfaceError) as exc:
             raise ConnectionLostError(f"lost the server: {first_line(exc)}") from None
@@ -183,7 +115,7 @@ class PostgresCapture:
             return
         missing = [name for name in names if name not in published]
         if missing:
-            self._fail(
+            self.fail(
                 f"the publication {self.group.publication} does not hold {', '.join(missing)}: "
                 "a table added to a running capture needs its own snapshot. Give it a "
                 "capture of its own (source.database.slot) or re-snapshot (docs/capture.md)"
@@ -197,11 +129,7 @@ class PostgresCapture:
         )
         _, consistent_point, snapshot_name, _ = replication_cursor.fetchone()
         lsn = pgoutput.lsn_number(consistent_point)
-        today = self.options.business_date or dt.datetime.now(dt.timezone.utc).date().isoformat()
-        offsets = self.offsets
-        offsets.snapshot, offsets.snapshot_lsn, offsets.snapshot_date = "running", lsn, today
-        offsets.snapshot_files = []
-        offsets.save()
+        day = self.begin_snapshot(lsn)
         started = time.monotonic()
         with connect(self.group) as connection:
             connection.autocommit = False
@@ -209,22 +137,9 @@ class PostgresCapture:
                 cursor.execute("set transaction isolation level repeatable read")
                 cursor.execute("set transaction snapshot %s", (snapshot_name,))
             for table in self.group.tables:
-                rows = self._snapshot_table(connection, table, lsn, today)
-                landed = self.landing.land(f"snapshot-{lsn:016X}")
-                for _, path, _ in landed:
-                    offsets.snapshot_files.append(str(path))
-                progress = offsets.progress(table, qualified_name(table))
-                progress.events += rows
-                progress.files += len(landed)
-                offsets.save()
-                self.print(f"table '{table.name}': snapshot of {rows} rows landed")
+                self.land_snapshot_table(table, self._snapshot_table(connection, table, lsn, day))
             connection.rollback()
-        offsets.snapshot, offsets.position, offsets.commit_lsn = "done", lsn, lsn
-        offsets.save()
-        self.print(
-            f"snapshot at {consistent_point} landed for {today} in "
-            f"{time.monotonic() - started:.1f} s; streaming from there"
-        )
+        self.end_snapshot(started)
 
     def _snapshot_table(self, connection: Any, table: TableConfig, lsn: int, day: str) -> int:
         schema, name = qualified_name(table).split(".", 1)
@@ -241,35 +156,21 @@ class PostgresCapture:
         relation = pgoutput.Relation(0, schema, name, "d")
         relation.columns = [pgoutput.Column(c, oid, key) for c, oid, key in columns]
         selected = ", ".join(f'"{c}"::text' for c, _, _ in columns)
-        source = {"ts_ms": int(time.time() * 1000), "snapshot": "true", "lsn": lsn}
-        source["commit_lsn"] = lsn
+        source = self._source(relation) | {
+            "ts_ms": int(time.time() * 1000),
+            "snapshot": "true",
+            "lsn": lsn,
+            "commit_lsn": lsn,
+        }
         rows = 0
         with connection.cursor(name=f"hashcdc_snapshot_{table.name}") as cursor:
             cursor.itersize = table.source.database.fetch_size if table.source.database else 10_000
             cursor.execute(f'select {selected} from "{schema}"."{name}"')
             for values in cursor:
                 after = row_image(relation, tuple(values))
-                self.landing.append(
-                    table, day, envelope(self.group, relation, "r", None, after, source)
-                )
+                self.landing.append(table, day, envelope(source, "r", None, after))
                 rows += 1
         return rows
-
-    def _remove_files(self, paths: list[str]) -> None:
-        for path in paths:
-            Path(path).unlink(missing_ok=True)
-
-    def _remove_uncommitted(self) -> None:
-        """Landed files past the offsets: a roll that did not commit; streamed again."""
-        for table in self.group.tables:
-            pattern = str(Path(table.source.path_for("*")))
-            if not Path(pattern).is_absolute():
-                pattern = str(self.project_dir / pattern)
-            for found in glob.glob(f"{pattern}/{self.group.slot}-*{FILE_SUFFIX}"):
-                position = landed_position(Path(found), self.group.slot)
-                if position is not None and position > self.offsets.commit_lsn:
-                    self.print(f"removing {found}: landed after the last saved offsets")
-                    Path(found).unlink()
 
     # Streaming ----------------------------------------------------------------------
 
@@ -291,21 +192,21 @@ class PostgresCapture:
             message = self._read(cursor)
             if message is None:
                 if transaction is None:
-                    if self._should_stop(cursor, idle=True):
+                    if self.should_stop_idle(max(cursor.wal_end, self.offsets.position)):
                         break
-                    if self._roll_due(last_roll):
-                        self._roll(cursor, last_seen_end)
+                    if self.roll_due(last_roll):
+                        self.roll(last_seen_end)
                         last_roll = time.monotonic()
                     elif not self.landing.pending and cursor.wal_end > self.offsets.position:
                         # Nothing of ours is pending: let the server recycle what it skipped.
-                        cursor.send_feedback(flush_lsn=self.offsets.position)
+                        self.confirm()
                 ready = select.select([cursor], [], [], _POLL_SECONDS)[0]
                 if not ready and transaction is None:
                     cursor.send_feedback(reply=True)
                 continue
             decoded = pgoutput.decode(message.payload)
             if isinstance(decoded, pgoutput.Begin):
-                if self._past_until(decoded):
+                if self.past_until(decoded.final_lsn, decoded.commit_time):
                     break
                 transaction, skipping = decoded, decoded.final_lsn <= self.offsets.commit_lsn
             elif isinstance(decoded, pgoutput.Relation):
@@ -313,17 +214,16 @@ class PostgresCapture:
             elif isinstance(decoded, pgoutput.Commit):
                 transaction = None
                 if not skipping:
-                    self.offsets.commit_lsn = decoded.commit_lsn
-                    self.offsets.commit_time = decoded.commit_time.isoformat()
+                    self.committed(decoded.commit_lsn, decoded.commit_time)
                 last_seen_end = max(last_seen_end, decoded.end_lsn)
-                if self.landing.bytes >= self.options.roll_bytes or self._roll_due(last_roll):
-                    self._roll(cursor, last_seen_end)
+                if self.roll_due(last_roll):
+                    self.roll(last_seen_end)
                     last_roll = time.monotonic()
                 if self.signalled:
                     break
             elif transaction is not None and not skipping:
                 self._change(decoded, transaction, message.data_start)
-        self._roll(cursor, last_seen_end)
+        self.roll(last_seen_end)
         self.print(f"stopped at {pgoutput.lsn_text(self.offsets.position)}")
 
     @staticmethod
@@ -336,48 +236,6 @@ class PostgresCapture:
         except psycopg2.DatabaseError as exc:
             raise ConnectionLostError(f"lost the server: {first_line(exc)}") from None
 
-    def _roll_due(self, last_roll: float) -> bool:
-        return time.monotonic() - last_roll >= self.options.roll_seconds
-
-    def _past_until(self, begin: pgoutput.Begin) -> bool:
-        options = self.options
-        if self.target_lsn is not None and begin.final_lsn >= self.target_lsn:
-            return True
-        if options.until_lsn is not None and begin.final_lsn >= options.until_lsn:
-            return True
-        return options.until_time is not None and begin.commit_time >= options.until_time
-
-    def _should_stop(self, cursor: Any, idle: bool) -> bool:
-        if self.signalled:
-            return True
-        options = self.options
-        reached = max(cursor.wal_end, self.offsets.position)
-        if self.target_lsn is not None and reached >= self.target_lsn:
-            return True
-        if options.until_lsn is not None and reached >= options.until_lsn:
-            return True
-        now = dt.datetime.now(dt.timezone.utc)
-        return idle and options.until_time is not None and now >= options.until_time
-
-    def _roll(self, cursor: Any, end_lsn: int) -> None:
-        """Land the parts, save the offsets, then confirm the position to the server."""
-        landed = self.landing.land(f"{self.offsets.commit_lsn:016X}")
-        for table_name, _, events in landed:
-            progress = self.offsets.tables[table_name]
-            progress.events += events
-            progress.files += 1
-            progress.last_commit_time = self.offsets.commit_time
-        if not landed and end_lsn <= self.offsets.position:
-            return
-        self.offsets.position = max(self.offsets.position, end_lsn)
-        self.offsets.save()
-        cursor.send_feedback(flush_lsn=self.offsets.position)
-        if landed:
-            self.print(
-                f"landed {sum(e for _, _, e in landed)} events in {len(landed)} file(s) up to "
-                f"{pgoutput.lsn_text(self.offsets.commit_lsn)}"
-            )
-
     def _relation(self, relation: pgoutput.Relation) -> None:
         previous = self.relations.get(relation.relation_id)
         self.relations[relation.relation_id] = relation
@@ -387,13 +245,11 @@ class PostgresCapture:
         before = [c.name for c in previous.columns]
         after = [c.name for c in relation.columns]
         if before != after:
-            change = f"columns {', '.join(before)} -> {', '.join(after)}"
-            self.offsets.progress(table, relation.qualified_name).schema_changes.append(change)
-            self.print(f"table '{table.name}': {relation.qualified_name} changed shape: {change}")
+            self.schema_changed(table, relation.qualified_name, before, after)
 
     def _change(self, change: Any, transaction: pgoutput.Begin, lsn: int) -> None:
-        day = self.options.business_date or transaction.commit_time.date().isoformat()
-        source = {
+        day = self.day(transaction.commit_time)
+        position = {
             "ts_ms": epoch_ms(transaction.commit_time),
             "snapshot": "false",
             "txId": transaction.xid,
@@ -405,8 +261,8 @@ class PostgresCapture:
                 relation = self.relations[relation_id]
                 table = self.group.table_for(relation.qualified_name)
                 if table is not None:
-                    line = envelope(self.group, relation, "t", None, None, source)
-                    self.landing.append(table, day, line)
+                    source = self._source(relation) | position
+                    self.landing.append(table, day, envelope(source, "t", None, None))
             return
         if not isinstance(change, pgoutput.RowChange):
             return
@@ -417,6 +273,22 @@ class PostgresCapture:
         identity_only = relation.replica_identity != "f"
         before = row_image(relation, change.old, identity_only)
         after = row_image(relation, change.new)
-        self.landing.append(
-            table, day, envelope(self.group, relation, change.op, before, after, source)
-        )
+        source = self._source(relation) | position
+        self.landing.append(table, day, envelope(source, change.op, before, after))
+
+    def _source(self, relation: pgoutput.Relation) -> dict[str, Any]:
+        return {
+            "connector": self.connector,
+            "name": self.group.slot,
+            "db": self.group.database.database,
+            "schema": relation.namespace,
+            "table": relation.name,
+        }
+
+    def position_text(self, position: int) -> str:
+        """An LSN as PostgreSQL writes it (``16/B374D848``)."""
+        return pgoutput.lsn_text(position)
+
+    def confirm(self) -> None:
+        """Confirm the landed position to the slot (the server may recycle the WAL before)."""
+        self.cursor.send_feedback(flush_lsn=self.offsets.position)

@@ -21,7 +21,8 @@ from hashcdc.errors import HashcdcError
 
 def _server_position(tables: list[TableConfig]) -> int | str:
     """The server's current WAL position, or why it is not known."""
-    from hashcdc.capture.server import capture_group, connect, query
+    from hashcdc.capture.base import capture_group
+    from hashcdc.capture.postgres_source import connect, query
 
     try:
         with connect(capture_group(tables)) as connection:

@@ -64,8 +64,9 @@ def _until(text: str | None) -> tuple[int | None, dt.datetime | None]:
 
 def cmd_capture(args: argparse.Namespace) -> int:
     """Stream the selected tables' changes from their database's log (or check it)."""
-    from hashcdc.capture.postgres import CaptureOptions, PostgresCapture
-    from hashcdc.capture.server import capture_group, check
+    from hashcdc.capture.base import CaptureOptions, capture_group
+    from hashcdc.capture.postgres import PostgresCapture
+    from hashcdc.capture.postgres_source import check
 
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
@@ -95,7 +96,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     options = CaptureOptions(
         state_dir=project_dir / CAPTURE_STATE_DIR,
         once=args.once,
-        until_lsn=until_lsn,
+        until_position=until_lsn,
         until_time=until_time,
         roll_bytes=int(args.roll_mib * 2**20),
         roll_seconds=args.roll_seconds,

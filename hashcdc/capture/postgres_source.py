@@ -1,7 +1,6 @@
-"""The PostgreSQL side of ``hashcdc capture``: which tables, how to connect, what is missing.
+"""The PostgreSQL side of ``hashcdc capture``: how to connect, what is missing, values.
 
-A capture group is the tables one process reads (one database, one replication slot, one
-publication). Its prerequisites (``wal_level``, the replication privilege, each table's
+A capture group's prerequisites (``wal_level``, the replication privilege, each table's
 row identity and column types) are checked before anything is read, each problem named
 with the statement that fixes it (``hashcdc capture --check`` prints them).
 """
@@ -10,13 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
-from hashcdc.capture.snapshot import connection_properties, database_of
-from hashcdc.config import DatabaseSource, TableConfig
-from hashcdc.errors import HashcdcError
+from hashcdc.capture import pgoutput
+from hashcdc.capture.base import CaptureGroup, ConnectionLostError, first_line, qualified_name
+from hashcdc.capture.snapshot import connection_properties
+from hashcdc.config import DEBEZIUM_UNAVAILABLE_VALUE, TableConfig
 
+# PostgreSQL types whose text output becomes a JSON number or boolean; every other type
+# stays text (numeric keeps its digits that way).
+_INTEGER_TYPES = frozenset({20, 21, 23, 26})  # int8, int2, int4, oid
+_FLOAT_TYPES = frozenset({700, 701})  # float4, float8
+_BOOLEAN_TYPE = 16
 # Type categories (pg_type.typcategory) a configured column cannot have: arrays,
 # composites, geometry, ranges, pseudo-types.
 UNREPRESENTABLE_CATEGORIES = {
@@ -26,63 +30,6 @@ UNREPRESENTABLE_CATEGORIES = {
     "R": "a range",
     "P": "a pseudo-type",
 }
-
-
-class CaptureError(HashcdcError):
-    """Capture cannot go on; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class CaptureGroup:
-    """The tables one capture reads: one database, one slot, one publication."""
-
-    database: DatabaseSource
-    slot: str
-    publication: str
-    tables: tuple[TableConfig, ...]
-
-    def table_for(self, source_table: str) -> TableConfig | None:
-        """The config of a source table (``schema.table``), if it is captured."""
-        for table in self.tables:
-            if qualified_name(table).lower() == source_table.lower():
-                return table
-        return None
-
-
-def qualified_name(table: TableConfig) -> str:
-    """The source table as ``schema.table`` (``public`` when the config gives no schema)."""
-    name = database_of(table).table or ""
-    return name if "." in name else f"public.{name}"
-
-
-def capture_group(tables: list[TableConfig]) -> CaptureGroup:
-    """The selected captured tables as one group (they must share a database and slot).
-
-    Raises
-    ------
-    HashcdcError
-        When they read different databases or slots: one capture process each.
-
-    """
-    groups = {}
-    for table in tables:
-        database = database_of(table)
-        slot = database.slot or f"hashcdc_{database.database}".lower()
-        groups.setdefault((database.host, database.port, database.database, slot), []).append(table)
-    if len(groups) != 1:
-        described = "; ".join(
-            f"{slot} on {db}: {', '.join(t.name for t in members)}"
-            for (_, _, db, slot), members in groups.items()
-        )
-        raise HashcdcError(
-            "one capture reads one database through one slot; these tables need "
-            f"{len(groups)} ({described}): run `hashcdc capture --select` once per group"
-        )
-    members = next(iter(groups.values()))
-    database = database_of(members[0])
-    return CaptureGroup(
-        database, database.capture_slot, database.capture_publication, tuple(members)
-    )
 
 
 def _dsn(group: CaptureGroup) -> dict[str, Any]:
@@ -116,16 +63,6 @@ def connect(group: CaptureGroup, replication: bool = False) -> Iterator[Any]:
         yield connection
     finally:
         connection.close()
-
-
-class ConnectionLostError(HashcdcError):
-    """The server went away or refused a connection: retried until the deadline."""
-
-
-def first_line(error: Exception) -> str:
-    """An error's first line (drivers add context lines after it)."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def query(connection: Any, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
@@ -218,3 +155,31 @@ def check(group: CaptureGroup) -> list[str]:
             + ", ".join(table.name for table in group.tables)
         )
     return lines
+
+
+def json_value(text: Any, type_oid: int) -> Any:
+    """A column's text from the server as a JSON value (by the column's type)."""
+    if text is None:
+        return None
+    if text is pgoutput.UNCHANGED_TOAST:
+        return DEBEZIUM_UNAVAILABLE_VALUE
+    if type_oid == _BOOLEAN_TYPE:
+        return text == "t"
+    if type_oid in _INTEGER_TYPES:
+        return int(text)
+    if type_oid in _FLOAT_TYPES and text not in ("NaN", "Infinity", "-Infinity"):
+        return float(text)
+    return text
+
+
+def row_image(
+    relation: pgoutput.Relation, values: tuple[Any, ...] | None, identity_only: bool = False
+) -> dict[str, Any] | None:
+    """A row image by column name (``identity_only``: the replica identity's columns)."""
+    if values is None:
+        return None
+    return {
+        column.name: json_value(value, column.type_oid)
+        for column, value in zip(relation.columns, values, strict=True)
+        if column.is_key or not identity_only
+    }

@@ -1,0 +1,290 @@
+"""What every ``hashcdc capture`` shares, whatever the database: the loop around a session.
+
+A capture is one process reading one database's log for a group of tables (one slot: the
+name of its offsets and, for PostgreSQL, of its replication slot). The database's
+subclass opens a *session* (prerequisites, the first snapshot, streaming); this class
+retries a lost server until a deadline, stops on a signal or a limit (``--once``,
+``--until``), lands events at transaction ends (:mod:`hashcdc.capture.landing`) and keeps
+the offsets, the commit point every restart resumes from.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import glob
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from hashcdc.capture.landing import FILE_SUFFIX, Landing, Offsets, landed_position
+from hashcdc.capture.snapshot import database_of
+from hashcdc.config import DatabaseSource, TableConfig
+from hashcdc.errors import HashcdcError
+
+
+class CaptureError(HashcdcError):
+    """Capture cannot go on; the message says why and what to do."""
+
+
+class ConnectionLostError(HashcdcError):
+    """The server went away or refused a connection: retried until the deadline."""
+
+
+def first_line(error: Exception) -> str:
+    """An error's first line (drivers add context lines after it)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+@dataclass(frozen=True)
+class CaptureOptions:
+    """How long to capture and how to land (``hashcdc capture``'s flags)."""
+
+    state_dir: Path
+    once: bool = False
+    until_position: int | None = None
+    until_time: dt.datetime | None = None
+    roll_bytes: int = 64 * 2**20
+    roll_seconds: float = 60.0
+    retry_seconds: float = 300.0
+    # Every event into this business date (batch use: `capture --once --date D`, then
+    # `run --date D`); None: each transaction into the date (UTC) it committed on.
+    business_date: str | None = None
+
+
+@dataclass(frozen=True)
+class CaptureGroup:
+    """The tables one capture reads: one database, one slot, one publication."""
+
+    database: DatabaseSource
+    slot: str
+    publication: str
+    tables: tuple[TableConfig, ...]
+
+    def table_for(self, source_table: str) -> TableConfig | None:
+        """The config of a source table (``schema.table``), if it is captured."""
+        for table in self.tables:
+            if qualified_name(table).lower() == source_table.lower():
+                return table
+        return None
+
+
+def qualified_name(table: TableConfig) -> str:
+    """The source table as ``schema.table`` (PostgreSQL's ``public`` when none is given)."""
+    database = database_of(table)
+    name = database.table or ""
+    if "." in name:
+        return name
+    return f"public.{name}" if database.kind == "postgresql" else f"{database.database}.{name}"
+
+
+def capture_group(tables: list[TableConfig]) -> CaptureGroup:
+    """The selected captured tables as one group (they must share a database and slot).
+
+    Raises
+    ------
+    HashcdcError
+        When they read different databases or slots: one capture process each.
+
+    """
+    groups: dict[tuple[Any, ...], list[TableConfig]] = {}
+    for table in tables:
+        database = database_of(table)
+        key = (database.kind, database.host, database.port, database.database)
+        groups.setdefault((*key, database.capture_slot), []).append(table)
+    if len(groups) != 1:
+        described = "; ".join(
+            f"{key[-1]} on {key[3]}: {', '.join(t.name for t in members)}"
+            for key, members in groups.items()
+        )
+        raise HashcdcError(
+            "one capture reads one database through one slot; these tables need "
+            f"{len(groups)} ({described}): run `hashcdc capture --select` once per group"
+        )
+    members = next(iter(groups.values()))
+    database = database_of(members[0])
+    return CaptureGroup(
+        database, database.capture_slot, database.capture_publication, tuple(members)
+    )
+
+
+class LogCapture:
+    """One capture process: snapshot once, then stream until told to stop."""
+
+    connector: ClassVar[str]
+
+    def __init__(self, group: CaptureGroup, options: CaptureOptions, project_dir: Path):
+        self.group = group
+        self.options = options
+        self.project_dir = project_dir
+        self.offsets = Offsets.load(options.state_dir / f"{group.slot}.json", group.slot)
+        self.landing = Landing(group.slot, project_dir)
+        self.signalled = False
+        self.streaming = False
+        # --once: the log's end when the command started.
+        self.target_position: int | None = None
+
+    def print(self, message: str) -> None:
+        """A progress line (never a credential: connection settings are not printed)."""
+        print(f"hashcdc capture {self.group.slot}: {message}", flush=True)
+
+    def position_text(self, position: int) -> str:
+        """A position as the database writes it."""
+        return str(position)
+
+    # What a database's capture provides ------------------------------------------
+
+    def session(self) -> None:
+        """Connect, check, snapshot if not done, stream; raise ConnectionLostError if lost."""
+        raise NotImplementedError
+
+    def confirm(self) -> None:
+        """Tell the server the landed position (it may then recycle the log before it)."""
+
+    # The loop with retries ---------------------------------------------------------
+
+    def run(self) -> int:
+        """Capture until a stop condition; retry a lost server until the deadline."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+        lost_since: float | None = None
+        attempt = 0
+        while True:
+            self.streaming = False
+            try:
+                self.session()
+                return 0
+            except ConnectionLostError as exc:
+                self.landing.discard()
+                now = time.monotonic()
+                if self.streaming or lost_since is None:
+                    lost_since, attempt = now, 0
+                if now - lost_since > self.options.retry_seconds:
+                    self.fail(
+                        f"{exc}; gave up after {now - lost_since:.0f} s of retries "
+                        f"(--retry-seconds {self.options.retry_seconds:.0f}). Nothing is lost: "
+                        "start `hashcdc capture` again once the server is back"
+                    )
+                attempt += 1
+                pause = min(2.0 ** (attempt - 1), 30.0)
+                self.print(f"{exc}; retrying in {pause:.0f} s")
+                time.sleep(pause)
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.signalled = True
+
+    def fail(self, message: str) -> None:
+        """Record the failure in the offsets and stop with it."""
+        self.offsets.failures = [*self.offsets.failures[-4:], message]
+        self.offsets.save()
+        raise CaptureError(f"capture {self.group.slot}: {message}")
+
+    # The snapshot -------------------------------------------------------------------
+
+    def day(self, commit_time: dt.datetime | None = None) -> str:
+        """The business date of a transaction (``--date``, else its commit's date, UTC)."""
+        moment = commit_time or dt.datetime.now(dt.timezone.utc)
+        return self.options.business_date or moment.astimezone(dt.timezone.utc).date().isoformat()
+
+    def begin_snapshot(self, position: int) -> str:
+        """Record that the snapshot at ``position`` is being read; its business date."""
+        offsets = self.offsets
+        offsets.snapshot, offsets.snapshot_lsn = "running", position
+        offsets.snapshot_date, offsets.snapshot_files = self.day(), []
+        offsets.save()
+        return offsets.snapshot_date
+
+    def land_snapshot_table(self, table: TableConfig, rows: int) -> None:
+        """Land one table's snapshot events (the snapshot is not committed yet)."""
+        landed = self.landing.land(f"snapshot-{self.offsets.snapshot_lsn:016X}")
+        self.offsets.snapshot_files += [str(path) for _, path, _ in landed]
+        progress = self.offsets.progress(table, qualified_name(table))
+        progress.events += rows
+        progress.files += len(landed)
+        self.offsets.save()
+        self.print(f"table '{table.name}': snapshot of {rows} rows landed")
+
+    def end_snapshot(self, started: float) -> None:
+        """Commit the snapshot: streaming starts at its position."""
+        offsets = self.offsets
+        offsets.snapshot = "done"
+        offsets.position = offsets.commit_lsn = offsets.snapshot_lsn
+        offsets.save()
+        self.print(
+            f"snapshot at {self.position_text(offsets.snapshot_lsn)} landed for "
+            f"{offsets.snapshot_date} in {time.monotonic() - started:.1f} s; streaming from there"
+        )
+
+    def forget_unfinished_snapshot(self) -> None:
+        """A snapshot that never finished: its landed files go (it is read again)."""
+        for path in self.offsets.snapshot_files:
+            Path(path).unlink(missing_ok=True)
+
+    def remove_uncommitted(self) -> None:
+        """Landed files past the offsets: a roll that did not commit; streamed again."""
+        for table in self.group.tables:
+            pattern = str(Path(table.source.path_for("*")))
+            if not Path(pattern).is_absolute():
+                pattern = str(self.project_dir / pattern)
+            for found in glob.glob(f"{pattern}/{self.group.slot}-*{FILE_SUFFIX}"):
+                position = landed_position(Path(found), self.group.slot)
+                if position is not None and position > self.offsets.commit_lsn:
+                    self.print(f"removing {found}: landed after the last saved offsets")
+                    Path(found).unlink()
+
+    # Streaming ----------------------------------------------------------------------
+
+    def roll_due(self, last_roll: float) -> bool:
+        """Whether the parts are old or big enough to land (at a transaction's end)."""
+        if self.landing.bytes >= self.options.roll_bytes:
+            return True
+        return time.monotonic() - last_roll >= self.options.roll_seconds
+
+    def past_until(self, commit_position: int, commit_time: dt.datetime) -> bool:
+        """Whether a transaction is past ``--once``'s or ``--until``'s limit."""
+        limits = (self.target_position, self.options.until_position)
+        if any(limit is not None and commit_position >= limit for limit in limits):
+            return True
+        return self.options.until_time is not None and commit_time >= self.options.until_time
+
+    def should_stop_idle(self, reached: int) -> bool:
+        """With no transaction open: stop on a signal, or once the limit is reached."""
+        if self.signalled:
+            return True
+        limits = (self.target_position, self.options.until_position)
+        if any(limit is not None and reached >= limit for limit in limits):
+            return True
+        until = self.options.until_time
+        return until is not None and dt.datetime.now(dt.timezone.utc) >= until
+
+    def committed(self, commit_position: int, commit_time: dt.datetime) -> None:
+        """A transaction of the captured tables ended: it lands with the next roll."""
+        self.offsets.commit_lsn = commit_position
+        self.offsets.commit_time = commit_time.isoformat()
+
+    def roll(self, end_position: int) -> None:
+        """Land the parts, save the offsets, then confirm the position to the server."""
+        landed = self.landing.land(f"{self.offsets.commit_lsn:016X}")
+        for table_name, _, events in landed:
+            progress = self.offsets.tables[table_name]
+            progress.events += events
+            progress.files += 1
+            progress.last_commit_time = self.offsets.commit_time
+        if not landed and end_position <= self.offsets.position:
+            return
+        self.offsets.position = max(self.offsets.position, end_position)
+        self.offsets.save()
+        self.confirm()
+        if landed:
+            self.print(
+                f"landed {sum(e for _, _, e in landed)} events in {len(landed)} file(s) up to "
+                f"{self.position_text(self.offsets.commit_lsn)}"
+            )
+
+    def schema_changed(self, table: TableConfig, source: str, before: list, after: list) -> None:
+        """Record and say that a source table's columns changed."""
+        change = f"columns {', '.join(before)} -> {', '.join(after)}"
+        self.offsets.progress(table, source).schema_changes.append(change)
+        self.print(f"table '{table.name}': {source} changed shape: {change}")
