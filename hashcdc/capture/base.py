@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import datetime as dt
 import glob
+import importlib
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, ClassVar
 
 from hashcdc.capture.landing import FILE_SUFFIX, Landing, Offsets, landed_position
@@ -108,6 +110,11 @@ def capture_group(tables: list[TableConfig]) -> CaptureGroup:
     return CaptureGroup(
         database, database.capture_slot, database.capture_publication, tuple(members)
     )
+
+
+def source_module(kind: str) -> ModuleType:
+    """The module that knows a database kind: connection, ``check``, ``server_position``."""
+    return importlib.import_module(f"hashcdc.capture.{kind}_source")
 
 
 class LogCapture:

@@ -26,6 +26,7 @@ from hashcdc.capture.base import ConnectionLostError, LogCapture, first_line, qu
 from hashcdc.capture.envelope import envelope, epoch_ms
 from hashcdc.capture.postgres_source import (
     connect,
+    position_text,
     prerequisite_problems,
     query,
     row_image,
@@ -287,7 +288,7 @@ class PostgresCapture(LogCapture):
 
     def position_text(self, position: int) -> str:
         """An LSN as PostgreSQL writes it (``16/B374D848``)."""
-        return pgoutput.lsn_text(position)
+        return position_text(position)
 
     def confirm(self) -> None:
         """Confirm the landed position to the slot (the server may recycle the WAL before)."""

@@ -183,3 +183,19 @@ def row_image(
         for column, value in zip(relation.columns, values, strict=True)
         if column.is_key or not identity_only
     }
+
+
+def server_position(group: CaptureGroup) -> int:
+    """The server's current WAL position (``hashcdc status``: how far capture is behind)."""
+    with connect(group) as connection:
+        return pgoutput.lsn_number(query(connection, "select pg_current_wal_lsn()::text")[0][0])
+
+
+def position_text(position: int) -> str:
+    """An LSN as PostgreSQL writes it."""
+    return pgoutput.lsn_text(position)
+
+
+def distance(server: int, landed: int) -> str:
+    """How far the landed position is behind the server's, in bytes of WAL."""
+    return f"{max(server - landed, 0):,} bytes"

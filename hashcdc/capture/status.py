@@ -14,19 +14,17 @@ from pathlib import Path
 from rich.table import Table
 
 from hashcdc.capture.landing import Offsets
-from hashcdc.capture.pgoutput import lsn_number, lsn_text
 from hashcdc.config import TableConfig
 from hashcdc.errors import HashcdcError
 
 
 def _server_position(tables: list[TableConfig]) -> int | str:
-    """The server's current WAL position, or why it is not known."""
-    from hashcdc.capture.base import capture_group
-    from hashcdc.capture.postgres_source import connect, query
+    """The server's current log position, or why it is not known."""
+    from hashcdc.capture.base import capture_group, source_module
 
+    group = capture_group(tables)
     try:
-        with connect(capture_group(tables)) as connection:
-            return lsn_number(query(connection, "select pg_current_wal_lsn()::text")[0][0])
+        return int(source_module(group.database.kind).server_position(group))
     except HashcdcError as exc:
         return str(exc).splitlines()[0]
 
@@ -43,8 +41,11 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
         offsets = Offsets.load(state_dir / f"{slot}.json", slot)
         if offsets.updated is None:
             continue
+        from hashcdc.capture.base import source_module
+
+        source = source_module(members[0].source.database.kind)  # type: ignore[union-attr]
         server = _server_position(members)
-        behind = f"{server - offsets.position:,} bytes" if isinstance(server, int) else server
+        behind = source.distance(server, offsets.position) if isinstance(server, int) else server
         for table in members:
             progress = offsets.tables.get(table.name)
             committed = progress.last_commit_time if progress else None
@@ -58,7 +59,7 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
                     table.name,
                     slot,
                     offsets.snapshot or "not yet",
-                    lsn_text(offsets.position),
+                    source.position_text(offsets.position),
                     behind,
                     ago,
                     f"{progress.events:,}" if progress else "0",

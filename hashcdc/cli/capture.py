@@ -64,9 +64,7 @@ def _until(text: str | None) -> tuple[int | None, dt.datetime | None]:
 
 def cmd_capture(args: argparse.Namespace) -> int:
     """Stream the selected tables' changes from their database's log (or check it)."""
-    from hashcdc.capture.base import CaptureOptions, capture_group
-    from hashcdc.capture.postgres import PostgresCapture
-    from hashcdc.capture.postgres_source import check
+    from hashcdc.capture.base import CaptureOptions, capture_group, source_module
 
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
@@ -88,7 +86,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         )
     group = capture_group(captured)
     if args.check:
-        lines = check(group)
+        lines = source_module(group.database.kind).check(group)
         for line in lines:
             print(line, flush=True)
         return 2 if any(line.startswith("problem:") for line in lines) else 0
@@ -103,4 +101,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
         retry_seconds=args.retry_seconds,
         business_date=args.date,
     )
+    if group.database.kind == "mariadb":
+        from hashcdc.capture.mariadb import MariaDBCapture
+
+        return MariaDBCapture(group, options, project_dir).run()
+    from hashcdc.capture.postgres import PostgresCapture
+
     return PostgresCapture(group, options, project_dir).run()

@@ -282,6 +282,12 @@ def _database_rules(raw: dict[str, Any], problems: Problems) -> None:
     fmt = source.get("format", "csv")
     if raw.get("extract_type") == "changes":
         _captured_rules(raw, database, fmt, problems)
+    elif database.get("kind") == "mariadb":
+        problems.add(
+            "source.database.kind",
+            "`hashcdc extract` reads postgresql; a mariadb table is captured from its binary "
+            "log: extract_type: changes, format: debezium",
+        )
     elif fmt not in LANDED_FORMATS:
         problems.add(
             "source.format",

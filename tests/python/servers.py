@@ -157,6 +157,120 @@ def postgres_server() -> Iterator[Postgres]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# -- MariaDB ------------------------------------------------------------------------------
+
+MARIADB_USER = "hashcdc"
+
+
+def mariadb_binaries() -> tuple[str, str, str]:
+    """mariadb-install-db, mariadbd and the mariadb client (Debian's mariadb-server)."""
+    found = [shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/bin")
+             for name in ("mariadb-install-db", "mariadbd", "mariadb")]  # fmt: skip
+    if not all(found):
+        raise RuntimeError("no MariaDB server binaries (mariadbd): install mariadb-server")
+    return found[0], found[1], found[2]  # type: ignore[return-value]
+
+
+@dataclass
+class MariaDB:
+    """A running private MariaDB server with its binary log in row format."""
+
+    port: int
+    folder: Path
+    process: subprocess.Popen | None = None
+    command: tuple[str, ...] = ()
+
+    def sql(self, statement: str, database: str | None = None) -> str:
+        """Run SQL with the client as the test user; its output (tab-separated, no headers)."""
+        client = mariadb_binaries()[2]
+        done = subprocess.run(
+            [client, "--no-defaults", "-h", LOOPBACK, "-P", str(self.port), "-u", MARIADB_USER,
+             "--batch", "--skip-column-names", *([database] if database else []),
+             "-e", statement],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"mariadb: {done.stderr}")
+        return done.stdout
+
+    def start(self) -> None:
+        """Start the server and wait until it answers."""
+        log = (self.folder / "server.log").open("a")
+        self.process = subprocess.Popen(
+            list(self.command), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+        def answers() -> bool:
+            assert self.process is not None and self.process.poll() is None, (
+                self.folder / "server.log"
+            ).read_text()[-2000:]
+            try:
+                self.sql("select 1")
+            except RuntimeError:
+                return False
+            return True
+
+        wait_until(answers, 60, "MariaDB answering")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM: a clean shutdown)."""
+        if self.process is not None:
+            stop_group(self.process, seconds=60)
+
+    def restart(self) -> None:
+        """Stop the server and start it again (clients are disconnected)."""
+        self.stop()
+        self.start()
+
+
+@contextmanager
+def mariadb_server() -> Iterator[MariaDB]:
+    """A MariaDB server in a temporary folder on a free loopback port, stopped at the end.
+
+    The binary log is on, in row format with full row images and full metadata (column
+    names in the log): what ``hashcdc capture`` needs.
+    """
+    install, server, client = mariadb_binaries()
+    folder = Path(tempfile.mkdtemp(prefix="hashcdc_mariadb_"))
+    as_root = os.geteuid() == 0
+    if as_root:
+        shutil.chown(folder, "mysql")
+    data, socket_path, port = folder / "data", folder / "mariadb.sock", free_port()
+    user = ["--user=mysql"] if as_root else []
+    subprocess.run(
+        [install, "--no-defaults", f"--datadir={data}", *user, "--skip-test-db",
+         "--auth-root-authentication-method=socket"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    running = MariaDB(port, folder, command=(
+        server, "--no-defaults", f"--datadir={data}", *user, f"--port={port}",
+        f"--bind-address={LOOPBACK}", f"--socket={socket_path}", f"--pid-file={folder}/pid",
+        f"--log-bin={folder}/binlog", "--server-id=1", "--binlog-format=ROW",
+        "--binlog-row-image=FULL", "--binlog-row-metadata=FULL", "--skip-name-resolve",
+        "--innodb-flush-log-at-trx-commit=2", "--sync-binlog=0",
+    ))  # fmt: skip
+    try:
+        log = (folder / "server.log").open("a")
+        running.process = subprocess.Popen(
+            list(running.command), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+        def socket_answers() -> bool:
+            done = subprocess.run(
+                [client, "--no-defaults", f"--socket={socket_path}", "-u", "root", "-e",
+                 f"create user if not exists {MARIADB_USER}@'{LOOPBACK}'; grant all on *.* to "
+                 f"{MARIADB_USER}@'{LOOPBACK}' with grant option"],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            return done.returncode == 0
+
+        wait_until(socket_answers, 60, "MariaDB's first start")
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 # -- Spark standalone ---------------------------------------------------------------------
 
 

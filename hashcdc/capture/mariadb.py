@@ -1,0 +1,279 @@
+"""``hashcdc capture`` for MariaDB (and MySQL): a consistent snapshot, then the binary log.
+
+The snapshot is one ``START TRANSACTION WITH CONSISTENT SNAPSHOT``; MariaDB gives the
+binary log position that transaction sees (``binlog_snapshot_file`` and ``_position``)
+without a lock, MySQL under a short ``FLUSH TABLES WITH READ LOCK``. Streaming starts at
+that position as a replica would (``python-mysql-replication``; row events carry column
+names with ``binlog_row_metadata = FULL``). Each transaction's events land when its XID
+(commit) is read; its position is the end of its GTID event, each change's ``lsn`` its
+ordinal in the transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from typing import Any, ClassVar
+
+from hashcdc.capture.base import ConnectionLostError, LogCapture, first_line, qualified_name
+from hashcdc.capture.envelope import envelope, epoch_ms
+from hashcdc.capture.mariadb_source import (
+    connect,
+    connection_settings,
+    log_end,
+    position_number,
+    position_parts,
+    prerequisite_problems,
+    query,
+    row_image,
+    server_id,
+)
+from hashcdc.config import TableConfig
+
+# Statements in the log that change a table's shape or empty it.
+_DDL = re.compile(
+    r"^\s*(alter|create|drop|rename|truncate)\s+(?:table\s+)?(?:if\s+\w+\s+)?"
+    r"(?:`?(\w+)`?\.)?`?(\w+)`?",
+    re.IGNORECASE,
+)
+# Seconds between the server's heartbeats when the log is quiet (the loop's wake-up).
+_HEARTBEAT_SECONDS = 1.0
+
+
+class MariaDBCapture(LogCapture):
+    """MariaDB/MySQL: a consistent snapshot, then the row-format binary log."""
+
+    connector: ClassVar[str] = "mysql"
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.any_log_file = "binlog.000001"
+
+    def position_text(self, position: int) -> str:
+        """``binlog.000003:1234``."""
+        log_file, offset = position_parts(position, self.any_log_file)
+        return f"{log_file}:{offset}"
+
+    def session(self) -> None:
+        """Check, snapshot if needed (or check the log is still there), stream."""
+        import pymysql
+
+        try:
+            with connect(self.group) as connection:
+                problems = prerequisite_problems(connection, self.group)
+                if problems:
+                    self.fail("; ".join(problems))
+                end = log_end(connection)
+                self.any_log_file = end[0]
+                if self.options.once:
+                    self.target_position = position_number(*end)
+                if self.offsets.snapshot != "done":
+                    self.forget_unfinished_snapshot()
+                    self._snapshot(connection)
+                else:
+                    self._check_log_kept(connection)
+            self.remove_uncommitted()
+            self._stream()
+        except (pymysql.err.OperationalError, pymysql.err.InterfaceError) as exc:
+            raise ConnectionLostError(f"lost the server: {first_line(exc)}") from None
+
+    def _check_log_kept(self, connection: Any) -> None:
+        kept = {str(row[0]) for row in query(connection, "show binary logs")}
+        log_file, _ = position_parts(self.offsets.position, self.any_log_file)
+        if log_file not in kept:
+            self.fail(
+                f"the binary log {log_file} holding the capture's position is purged "
+                "(expire_logs_days / binlog_expire_logs_seconds): changes after "
+                f"{self.position_text(self.offsets.position)} are lost. Re-snapshot: delete "
+                f"{self.offsets.path} and run `hashcdc capture` again, then check the tables "
+                "against the source (docs/capture.md)"
+            )
+
+    # The snapshot -------------------------------------------------------------------
+
+    def _snapshot(self, connection: Any) -> None:
+        started = time.monotonic()
+        query(connection, "set session transaction isolation level repeatable read")
+        status = dict(query(connection, "show status like 'binlog_snapshot_%'"))
+        if status:  # MariaDB: the snapshot's own log position, no lock
+            query(connection, "start transaction with consistent snapshot")
+            status = dict(query(connection, "show status like 'binlog_snapshot_%'"))
+            log_file, offset = (
+                status["Binlog_snapshot_file"],
+                int(status["Binlog_snapshot_position"]),
+            )
+        else:  # MySQL: the position under a read lock held while the snapshot starts
+            query(connection, "flush tables with read lock")
+            query(connection, "start transaction with consistent snapshot")
+            log_file, offset = log_end(connection)
+            query(connection, "unlock tables")
+        position = position_number(log_file, offset)
+        day = self.begin_snapshot(position)
+        for table in self.group.tables:
+            self.land_snapshot_table(table, self._snapshot_table(connection, table, position, day))
+        query(connection, "commit")
+        self.end_snapshot(started)
+
+    def _snapshot_table(self, connection: Any, table: TableConfig, position: int, day: str) -> int:
+        import pymysql.cursors
+
+        schema, name = qualified_name(table).split(".", 1)
+        source = self._source(schema, name) | {
+            "ts_ms": int(time.time() * 1000),
+            "snapshot": "true",
+            "commit_lsn": position,
+            "lsn": 0,
+        }
+        rows = 0
+        with connection.cursor(pymysql.cursors.SSCursor) as cursor:
+            cursor.execute(f"select * from `{schema}`.`{name}`")
+            names = [description[0] for description in cursor.description]
+            for values in cursor:
+                after = row_image(dict(zip(names, values, strict=True)))
+                self.landing.append(table, day, envelope(source, "r", None, after))
+                rows += 1
+        return rows
+
+    # Streaming ----------------------------------------------------------------------
+
+    def _stream(self) -> None:
+        from pymysqlreplication import BinLogStreamReader
+        from pymysqlreplication.event import (
+            HeartbeatLogEvent,
+            MariadbGtidEvent,
+            QueryEvent,
+            XidEvent,
+        )
+        from pymysqlreplication.row_event import (
+            DeleteRowsEvent,
+            UpdateRowsEvent,
+            WriteRowsEvent,
+        )
+
+        log_file, offset = position_parts(self.offsets.position, self.any_log_file)
+        names = [qualified_name(table).split(".", 1) for table in self.group.tables]
+        stream = BinLogStreamReader(
+            connection_settings=connection_settings(self.group),
+            server_id=server_id(self.group.slot),
+            blocking=True,
+            resume_stream=True,
+            log_file=log_file,
+            log_pos=offset,
+            only_events=[
+                MariadbGtidEvent,
+                XidEvent,
+                QueryEvent,
+                HeartbeatLogEvent,
+                WriteRowsEvent,
+                UpdateRowsEvent,
+                DeleteRowsEvent,
+            ],  # fmt: skip
+            only_schemas=sorted({schema for schema, _ in names}),
+            only_tables=sorted({name for _, name in names}),
+            is_mariadb=True,
+            slave_heartbeat=_HEARTBEAT_SECONDS,
+        )
+        self.streaming = True
+        self.print(f"streaming from {self.position_text(self.offsets.position)}")
+        transaction: tuple[int, dt.datetime] | None = None
+        skipping, ordinal = False, 0
+        last_roll, last_seen_end = time.monotonic(), self.offsets.position
+        try:
+            for event in stream:
+                reached = position_number(stream.log_file, stream.log_pos)
+                if isinstance(event, MariadbGtidEvent):
+                    when = dt.datetime.fromtimestamp(event.timestamp, tz=dt.timezone.utc)
+                    if self.past_until(reached, when):
+                        break
+                    transaction, ordinal = (reached, when), 0
+                    skipping = reached <= self.offsets.commit_lsn
+                elif isinstance(event, (WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)):
+                    if transaction is not None and not skipping:
+                        ordinal = self._rows(event, transaction, ordinal)
+                elif isinstance(event, QueryEvent) and event.query.strip().upper() == "BEGIN":
+                    continue
+                elif isinstance(event, (XidEvent, QueryEvent)):
+                    if isinstance(event, QueryEvent) and transaction is not None and not skipping:
+                        self._statement(event, transaction)
+                    if transaction is not None and not skipping:
+                        self.committed(*transaction)
+                    transaction, last_seen_end = None, max(last_seen_end, reached)
+                    if self.roll_due(last_roll):
+                        self.roll(last_seen_end)
+                        last_roll = time.monotonic()
+                    if self.signalled:
+                        break
+                elif transaction is None:  # a heartbeat: the log is quiet
+                    if self.should_stop_idle(max(reached, self.offsets.position)):
+                        break
+                    if self.roll_due(last_roll):
+                        self.roll(last_seen_end)
+                        last_roll = time.monotonic()
+            self.roll(last_seen_end)
+        finally:
+            stream.close()
+        self.print(f"stopped at {self.position_text(self.offsets.position)}")
+
+    def _source(self, schema: str, name: str) -> dict[str, Any]:
+        return {
+            "connector": self.connector,
+            "name": self.group.slot,
+            "server_id": server_id(self.group.slot),
+            "db": schema,
+            "table": name,
+        }
+
+    def _rows(self, event: Any, transaction: tuple[int, dt.datetime], ordinal: int) -> int:
+        from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent
+
+        table = self.group.table_for(f"{event.schema}.{event.table}")
+        if table is None:
+            return ordinal
+        position, when = transaction
+        for row in event.rows:
+            ordinal += 1
+            if isinstance(event, UpdateRowsEvent):
+                op, before, after = "u", row["before_values"], row["after_values"]
+            elif isinstance(event, DeleteRowsEvent):
+                op, before, after = "d", row["values"], None
+            else:
+                op, before, after = "c", None, row["values"]
+            source = self._source(event.schema, event.table) | {
+                "ts_ms": epoch_ms(when),
+                "snapshot": "false",
+                "commit_lsn": position,
+                "lsn": ordinal,
+            }
+            line = envelope(source, op, row_image(before), row_image(after))
+            self.landing.append(table, self.day(when), line)
+        return ordinal
+
+    def _statement(self, event: Any, transaction: tuple[int, dt.datetime]) -> None:
+        """A statement on a captured table: a truncate lands as ``t``, a change of shape is noted.
+
+        The row events name their columns, so a new shape needs nothing else.
+        """
+        found = _DDL.match(event.query)
+        if found is None:
+            return
+        verb, schema, name = found.group(1).lower(), found.group(2), found.group(3)
+        schema = schema or (
+            event.schema.decode() if isinstance(event.schema, bytes) else event.schema
+        )
+        table = self.group.table_for(f"{schema}.{name}")
+        if table is None:
+            return
+        if verb == "truncate":
+            position, when = transaction
+            source = self._source(schema, name) | {
+                "ts_ms": epoch_ms(when),
+                "snapshot": "false",
+                "commit_lsn": position,
+                "lsn": 1,
+            }
+            self.landing.append(table, self.day(when), envelope(source, "t", None, None))
+            return
+        statement = " ".join(event.query.split())
+        self.offsets.progress(table, f"{schema}.{name}").schema_changes.append(statement)
+        self.print(f"table '{table.name}': {schema}.{name} changed shape: {statement}")

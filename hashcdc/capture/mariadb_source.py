@@ -1,0 +1,226 @@
+"""The MariaDB/MySQL side of ``hashcdc capture``: connection, prerequisites, positions, values.
+
+A position in the binary log is a file and an offset in it; hashcdc keeps it as one number,
+the file's sequence number in the high 32 bits and the offset in the low ones, so that
+positions compare in log order (``binlog.000003:1234``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from hashcdc.capture.base import CaptureGroup, ConnectionLostError, first_line, qualified_name
+from hashcdc.capture.snapshot import connection_properties
+from hashcdc.config import TableConfig
+
+# Column types a configured column cannot have (the binary log's values would not cast).
+UNREPRESENTABLE_TYPES = {
+    "set": "a SET",
+    "geometry": "a geometry",
+    "point": "a geometry",
+    "linestring": "a geometry",
+    "polygon": "a geometry",
+}
+# The server settings capture needs, with the value each must have.
+REQUIRED_SETTINGS = {
+    "log_bin": "ON",
+    "binlog_format": "ROW",
+    "binlog_row_image": "FULL",
+    "binlog_row_metadata": "FULL",
+}
+
+
+def position_number(log_file: str, offset: int) -> int:
+    """``binlog.000003`` and an offset as one comparable number."""
+    return (int(log_file.rsplit(".", 1)[1]) << 32) | offset
+
+
+def position_parts(position: int, any_log_file: str) -> tuple[str, int]:
+    """The file name (named like ``any_log_file``) and offset of a position number."""
+    base, digits = any_log_file.rsplit(".", 1)
+    return f"{base}.{position >> 32:0{len(digits)}d}", position & 0xFFFFFFFF
+
+
+def server_id(slot: str) -> int:
+    """The replica id the capture registers with (stable per slot, away from real servers)."""
+    return 1_000_000 + zlib.crc32(slot.encode()) % 1_000_000_000
+
+
+def connection_settings(group: CaptureGroup) -> dict[str, Any]:
+    """PyMySQL's connection settings (credentials from the environment variables)."""
+    properties = connection_properties(group.tables[0])
+    return {
+        "host": group.database.host,
+        "port": group.database.port or 3306,
+        "user": properties["user"],
+        "passwd": properties.get("password") or "",
+    }
+
+
+@contextmanager
+def connect(group: CaptureGroup) -> Iterator[Any]:
+    """A connection to the group's server (autocommit)."""
+    import pymysql
+
+    settings = connection_settings(group)
+    where = f"{settings['host']}:{settings['port']}"
+    try:
+        connection = pymysql.connect(
+            host=settings["host"],
+            port=settings["port"],
+            user=settings["user"],
+            password=settings["passwd"],
+            database=group.database.database,
+            autocommit=True,
+            charset="utf8mb4",
+        )
+    except pymysql.err.OperationalError as exc:
+        raise ConnectionLostError(f"cannot connect to {where}: {first_line(exc)}") from None
+    try:
+        yield connection
+    finally:
+        connection.close()
+
+
+def query(connection: Any, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
+    """The rows of one statement (none for a statement without a result)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, parameters or None)
+        return list(cursor.fetchall()) if cursor.description else []
+
+
+def log_end(connection: Any) -> tuple[str, int]:
+    """The binary log's current file and offset (where a new transaction would go)."""
+    row = query(connection, "show master status")
+    if not row:
+        raise ConnectionLostError("the server has no binary log (log_bin is off)")
+    return str(row[0][0]), int(row[0][1])
+
+
+def prerequisite_problems(connection: Any, group: CaptureGroup) -> list[str]:
+    """What the server or the tables lack for capture, each with what to change."""
+    problems = []
+    settings = dict(
+        query(
+            connection,
+            "select variable_name, variable_value from information_schema.global_variables "
+            "where variable_name in ('LOG_BIN', 'BINLOG_FORMAT', 'BINLOG_ROW_IMAGE', "
+            "'BINLOG_ROW_METADATA')",
+        )
+    )
+    for name, wanted in REQUIRED_SETTINGS.items():
+        value = str(settings.get(name.upper(), "")).upper()
+        if value != wanted:
+            problems.append(
+                f"{name} is {value or 'not set'}: set {name} = {wanted} in the server's "
+                "configuration ([mariadbd] section) and restart it"
+            )
+    grants = " ".join(str(row[0]).upper() for row in query(connection, "show grants"))
+    if "ALL PRIVILEGES ON *.*" not in grants and (
+        "REPLICATION SLAVE" not in grants
+        or "BINLOG MONITOR" not in grants
+        and "REPLICATION CLIENT" not in grants
+    ):
+        problems.append(
+            "the user may not read the binary log: GRANT REPLICATION SLAVE, BINLOG MONITOR "
+            "ON *.* TO the capture's user"
+        )
+    for table in group.tables:
+        problems += _table_problems(connection, table)
+    return problems
+
+
+def _table_problems(connection: Any, table: TableConfig) -> list[str]:
+    schema, name = qualified_name(table).split(".", 1)
+    columns = {
+        str(column): str(data_type).lower()
+        for column, data_type in query(
+            connection,
+            "select column_name, data_type from information_schema.columns "
+            "where table_schema = %s and table_name = %s",
+            schema,
+            name,
+        )
+    }
+    if not columns:
+        return [f"table '{table.name}': the source table {schema}.{name} does not exist"]
+    problems = []
+    for column in table.columns:
+        data_type = columns.get(column.source_field)
+        if data_type is None:
+            problems.append(
+                f"table '{table.name}': column '{column.name}' ({column.source_field}) is not "
+                f"in {schema}.{name} (its columns: {', '.join(columns)})"
+            )
+        elif data_type in UNREPRESENTABLE_TYPES:
+            problems.append(
+                f"table '{table.name}': column '{column.name}' of {schema}.{name} is "
+                f"{data_type}, {UNREPRESENTABLE_TYPES[data_type]}, which hashcdc cannot "
+                "represent: leave it out of the config, or capture a view that casts it"
+            )
+    return problems
+
+
+def check(group: CaptureGroup) -> list[str]:
+    """``hashcdc capture --check``: connectivity and prerequisites, as lines to print."""
+    with connect(group) as connection:
+        (version,) = query(connection, "select version()")[0]
+        problems = prerequisite_problems(connection, group)
+    settings = connection_settings(group)
+    lines = [f"connected to MariaDB/MySQL {version} at {settings['host']}:{settings['port']}"]
+    lines += [f"problem: {problem}" for problem in problems]
+    if not problems:
+        lines.append(
+            f"ready: capture {group.slot} (replica id {server_id(group.slot)}), tables "
+            + ", ".join(table.name for table in group.tables)
+        )
+    return lines
+
+
+def json_value(value: Any) -> Any:
+    """A value from the server (PyMySQL's or the binary log's Python value) for JSON."""
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, dt.timedelta):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return bytes(value).hex()
+    return value
+
+
+def row_image(values: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A row image for the envelope (``None`` stays ``None``)."""
+    if values is None:
+        return None
+    return {name: json_value(value) for name, value in values.items()}
+
+
+def server_position(group: CaptureGroup) -> int:
+    """The binary log's current end (``hashcdc status``: how far capture is behind)."""
+    with connect(group) as connection:
+        return position_number(*log_end(connection))
+
+
+def position_text(position: int) -> str:
+    """A position as the log file's number and the offset in it."""
+    return f"log {position >> 32}:{position & 0xFFFFFFFF}"
+
+
+def distance(server: int, landed: int) -> str:
+    """How far the landed position is behind the log's end: bytes, or log files."""
+    files = (server >> 32) - (landed >> 32)
+    if files > 0:
+        return f"{files} log file(s)"
+    return f"{max(server - landed, 0):,} bytes"
