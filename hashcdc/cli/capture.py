@@ -105,6 +105,6 @@ def cmd_capture(args: argparse.Namespace) -> int:
         from hashcdc.capture.mariadb import MariaDBCapture
 
         return MariaDBCapture(group, options, project_dir).run()
-    from hashcdc.capture.postgres import PostgresCapture
+    from hashcdc.capture.postgresql import PostgresCapture
 
     return PostgresCapture(group, options, project_dir).run()

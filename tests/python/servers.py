@@ -140,8 +140,10 @@ def postgres_server() -> Iterator[Postgres]:
         pg(str(bindir / "initdb"), "-D", str(data), "-U", METASTORE_USER, "--auth=trust",
            "-E", "UTF8", "--no-sync")  # fmt: skip
         # Logical decoding on: `hashcdc capture` streams from this server too.
-        options = (f"-h {LOOPBACK} -p {port} -k {folder} -c fsync=off -c wal_level=logical "
-                   "-c max_replication_slots=16 -c max_wal_senders=16")
+        options = (
+            f"-h {LOOPBACK} -p {port} -k {folder} -c fsync=off -c wal_level=logical "
+            "-c max_replication_slots=16 -c max_wal_senders=16"
+        )
         pg(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-o", options,
            "start")  # fmt: skip
         pg(str(bindir / "createdb"), "-h", LOOPBACK, "-p", str(port), "-U", METASTORE_USER,

@@ -121,8 +121,10 @@ def _source_rows(postgres: Any, table: str) -> dict[int, tuple[str, ...]]:
 
 def _lake_rows(project: Any) -> dict[int, tuple[str, ...]]:
     rows = project.rows(
-        f"select order_id, item, cast(amount as string) as amount, cast(placed as string) "
-        f"as placed, case when paid then 't' else 'f' end as paid, "
+        # As psql prints them: a null as ''.
+        f"select order_id, item, cast(amount as string) as amount, "
+        f"coalesce(cast(placed as string), '') as placed, "
+        f"case when paid is null then '' when paid then 't' else 'f' end as paid, "
         f"coalesce(md5(notes), '') as notes from {TABLE}_current"
     )
     return {

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from hashcdc.capture import pgoutput
 from hashcdc.capture.base import ConnectionLostError, LogCapture, first_line, qualified_name
 from hashcdc.capture.envelope import envelope, epoch_ms
-from hashcdc.capture.postgres_source import (
+from hashcdc.capture.postgresql_source import (
     connect,
     position_text,
     prerequisite_problems,

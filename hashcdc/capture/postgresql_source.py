@@ -164,7 +164,7 @@ def json_value(text: Any, type_oid: int) -> Any:
     if text is pgoutput.UNCHANGED_TOAST:
         return DEBEZIUM_UNAVAILABLE_VALUE
     if type_oid == _BOOLEAN_TYPE:
-        return text == "t"
+        return text in ("t", "true")  # the output function says t, a cast to text true
     if type_oid in _INTEGER_TYPES:
         return int(text)
     if type_oid in _FLOAT_TYPES and text not in ("NaN", "Infinity", "-Infinity"):
