@@ -7,7 +7,8 @@ LINT_ENV := HASHCDC_WAREHOUSE_DIR=target/lint/warehouse HASHCDC_METASTORE_DIR=ta
 
 # The integration tests start PostgreSQL (a shared Hive metastore) and read it through
 # Debian's JDBC driver; the server binaries (initdb, pg_ctl) come with Debian's postgresql.
-# The report and dbt docs are checked in Debian's headless chromium.
+# The report and dbt docs are checked in Debian's headless chromium; `hashcdc capture`'s
+# MariaDB tests start Debian's mariadb-server (mariadbd) on loopback.
 JDBC_JAR := /usr/share/java/postgresql.jar
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -21,6 +22,7 @@ APT_INSTALL = $(SUDO) apt-get install -y -q $(1) || ($(SUDO) apt-get update -q &
 test-services: $(JDBC_JAR)
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || $(call APT_INSTALL,postgresql)
 	@command -v chromium >/dev/null 2>&1 || $(call APT_INSTALL,chromium)
+	@test -x /usr/sbin/mariadbd || command -v mariadbd >/dev/null 2>&1 || $(call APT_INSTALL,mariadb-server)
 
 $(JDBC_JAR):
 	$(call APT_INSTALL,libpostgresql-jdbc-java)

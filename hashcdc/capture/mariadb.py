@@ -12,6 +12,7 @@ ordinal in the transaction.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import re
 import time
 from typing import Any, ClassVar
@@ -139,6 +140,9 @@ class MariaDBCapture(LogCapture):
 
     def _stream(self) -> None:
         from pymysqlreplication import BinLogStreamReader
+
+        # The library logs (and retries) a dropped stream itself; the capture says it.
+        logging.getLogger("pymysqlreplication").setLevel(logging.ERROR)
         from pymysqlreplication.event import (
             HeartbeatLogEvent,
             MariadbGtidEvent,

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from hashcdc.capture.base import CaptureGroup, ConnectionLostError, first_line, qualified_name
-from hashcdc.capture.snapshot import connection_properties
+from hashcdc.capture.snapshot import credentials
 from hashcdc.config import TableConfig
 
 # Column types a configured column cannot have (the binary log's values would not cast).
@@ -53,12 +53,12 @@ def server_id(slot: str) -> int:
 
 def connection_settings(group: CaptureGroup) -> dict[str, Any]:
     """PyMySQL's connection settings (credentials from the environment variables)."""
-    properties = connection_properties(group.tables[0])
+    properties = credentials(group.tables[0])
     return {
         "host": group.database.host,
         "port": group.database.port or 3306,
         "user": properties["user"],
-        "passwd": properties.get("password") or "",
+        "password": properties.get("password") or "",
     }
 
 
@@ -74,7 +74,7 @@ def connect(group: CaptureGroup) -> Iterator[Any]:
             host=settings["host"],
             port=settings["port"],
             user=settings["user"],
-            password=settings["passwd"],
+            password=settings["password"],
             database=group.database.database,
             autocommit=True,
             charset="utf8mb4",

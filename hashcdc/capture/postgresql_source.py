@@ -13,7 +13,7 @@ from typing import Any
 
 from hashcdc.capture import pgoutput
 from hashcdc.capture.base import CaptureGroup, ConnectionLostError, first_line, qualified_name
-from hashcdc.capture.snapshot import connection_properties
+from hashcdc.capture.snapshot import credentials
 from hashcdc.config import DEBEZIUM_UNAVAILABLE_VALUE, TableConfig
 
 # PostgreSQL types whose text output becomes a JSON number or boolean; every other type
@@ -33,7 +33,7 @@ UNREPRESENTABLE_CATEGORIES = {
 
 
 def _dsn(group: CaptureGroup) -> dict[str, Any]:
-    properties = connection_properties(group.tables[0])
+    properties = credentials(group.tables[0])
     database = group.database
     return {
         "host": database.host,

@@ -68,18 +68,20 @@ def _environment(table: TableConfig, variable: str, field: str, what: str) -> st
     return value
 
 
-def connection_properties(table: TableConfig) -> dict[str, str]:
-    """The JDBC driver, user and password (from the environment variables the config names)."""
+def credentials(table: TableConfig) -> dict[str, str]:
+    """The user and password, from the environment variables the config names."""
     database = database_of(table)
-    properties = {
-        "driver": DRIVERS[database.kind],
-        "user": _environment(table, database.user_env, "user_env", "user's name"),
-    }
+    found = {"user": _environment(table, database.user_env, "user_env", "user's name")}
     if database.password_env:
-        properties["password"] = _environment(
+        found["password"] = _environment(
             table, database.password_env, "password_env", "user's password"
         )
-    return properties
+    return found
+
+
+def connection_properties(table: TableConfig) -> dict[str, str]:
+    """The JDBC driver, user and password (from the environment variables the config names)."""
+    return {"driver": DRIVERS[database_of(table).kind], **credentials(table)}
 
 
 def database_of(table: TableConfig) -> DatabaseSource:

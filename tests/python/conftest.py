@@ -23,7 +23,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 # A test that uses one of these needs the shared SparkSession: it is in the `spark` tier.
-SPARK_FIXTURES = frozenset({"project", "spark", "session_root", "postgres"})
+SPARK_FIXTURES = frozenset({"project", "spark", "session_root", "postgres", "mariadb"})
 
 os.environ["TZ"] = "UTC"
 time.tzset()
@@ -161,6 +161,15 @@ def spark(session_root: Path) -> Any:
     from hashcdc.project import spark_session
 
     return spark_session(session_root)
+
+
+@pytest.fixture(scope="session")
+def mariadb() -> Iterable[Any]:
+    """A private MariaDB server (binary log in row format), stopped when the run ends."""
+    from servers import mariadb_server
+
+    with mariadb_server() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

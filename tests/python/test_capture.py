@@ -222,6 +222,113 @@ def test_snapshot_then_stream_through_a_kill_and_a_server_restart(
     assert offsets["snapshot"] == "done" and offsets["tables"][TABLE]["events"] > 20_000
 
 
+@pytest.fixture
+def maria_orders(mariadb: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A MariaDB source table with triggers that log every committed row change."""
+    name = f"orders_{uuid.uuid4().hex[:8]}"
+    mariadb.sql(f"create database if not exists {SOURCE_DATABASE}")
+    mariadb.sql(
+        f"create table {name} (id int primary key, item text, amount decimal(10,2), "
+        f"placed date, paid boolean, notes longtext); create table {name}_log (op char(1)); "
+        + " ".join(
+            f"create trigger {name}_{op} after {verb} on {name} for each row "
+            f"insert into {name}_log values ('{op}');"
+            for op, verb in (("I", "insert"), ("U", "update"), ("D", "delete"))
+        )
+        + f" insert into {name} select seq, concat('item ', seq), seq * 1.25, "
+        "date '2023-12-01' + interval seq day, seq % 2 = 0, null from seq_1_to_50",
+        SOURCE_DATABASE,
+    )
+    monkeypatch.setenv("SHOP_USER", "hashcdc")
+    return name
+
+
+def _maria_rows(mariadb: Any, table: str) -> dict[int, tuple[str, ...]]:
+    lines = mariadb.sql(
+        f"select id, item, amount, coalesce(placed, ''), if(paid is null, '', if(paid, 't', 'f')), "
+        f"coalesce(md5(notes), '') from {table}",
+        SOURCE_DATABASE,
+    )
+    return {int(line.split("\t")[0]): tuple(line.split("\t")[1:]) for line in lines.splitlines()}
+
+
+def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
+    project: Any, mariadb: Any, maria_orders: str
+) -> None:
+    """The same workload as PostgreSQL's, through the binary log."""
+    config = _config(mariadb, maria_orders)
+    config["source"]["database"].update(kind="mariadb", table=maria_orders)
+    project.add_table(config)
+    root = ["--project-dir", str(project.root)]
+    assert main([*root, "capture", "--once", "--date", FIRST]) == 0
+    assert project.build(FIRST, TABLE).success
+    assert _lake_rows(project) == _maria_rows(mariadb, maria_orders)
+    mariadb.sql(f"truncate {maria_orders}_log", SOURCE_DATABASE)
+    table = maria_orders
+
+    def sql(statement: str) -> None:
+        mariadb.sql(statement, SOURCE_DATABASE)
+
+    capture = _capture(project, "--date", SECOND)
+    try:
+        sql(f"insert into {table} values (51, 'new', 9.99, '2024-01-02', true, null)")
+        sql(f"update {table} set amount = amount + 1 where id <= 10")
+        sql(f"update {table} set id = 1000 where id = 11")
+        sql(f"delete from {table} where id between 20 and 24")
+        _wait_for(lambda: _landed(project, SECOND), 60, "a first streamed file", project)
+        sql(
+            f"insert into {table} select seq, 'bulk', seq, null, false, null "
+            f"from seq_10001_to_{10000 + LARGE_TRANSACTION_ROWS}"
+        )
+        capture.send_signal(signal.SIGKILL)
+        capture.wait(timeout=30)
+        sql(f"update {table} set paid = not paid where id between 40 and 45")
+        sql(f"delete from {table} where id between 10001 and 10100")
+        capture = _capture(project, "--date", SECOND)
+        sql(f"insert into {table} values (52, 'after restart', 1, null, null, null)")
+        _wait_for(
+            lambda: "after restart" in "".join(p.read_text() for p in _landed(project, SECOND)),
+            60,
+            "the change committed after the restart",
+            project,
+        )
+        mariadb.restart()
+        sql(f"alter table {table} add column channel text")
+        sql(f"update {table} set channel = 'web', amount = 0 where id = 51")
+        sql(f"insert into {table} values (53, 'with channel', 2, null, true, null, 'app')")
+        _wait_for(
+            lambda: "with channel" in "".join(p.read_text() for p in _landed(project, SECOND)),
+            120,
+            "the change committed after the server's restart",
+            project,
+        )
+        capture.send_signal(signal.SIGTERM)
+        assert capture.wait(timeout=60) == 0
+    finally:
+        if capture.poll() is None:
+            capture.kill()
+    log = (project.root / "capture.log").read_text()
+    assert "retrying" in log and "changed shape" in log, log
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 0
+    outcome = project.build(SECOND, TABLE)
+    assert outcome.success, outcome.text
+    assert _lake_rows(project) == _maria_rows(mariadb, table)
+    committed = dict(
+        line.split("\t")
+        for line in mariadb.sql(
+            f"select op, count(*) from {table}_log group by op", SOURCE_DATABASE
+        ).splitlines()
+    )
+    applied = {
+        row["operation"]: row["n"]
+        for row in project.rows(
+            f"select operation, count(*) as n from {TABLE}_history "
+            f"where business_date = '{SECOND}' group by operation"
+        )
+    }
+    assert applied == {op: int(count) for op, count in committed.items()}
+
+
 def test_check_names_what_to_change(
     project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
