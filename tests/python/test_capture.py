@@ -103,8 +103,9 @@ def _wait_for(check: Any, seconds: float, what: str, project: Any) -> None:
         if check():
             return
         time.sleep(0.2)
-    log = (project.root / "capture.log").read_text()
-    raise AssertionError(f"{what} not within {seconds} s; capture's log:\n{log}")
+    log = project.root / "capture.log"
+    shown = log.read_text() if log.exists() else "(no capture process)"
+    raise AssertionError(f"{what} not within {seconds} s; capture's log:\n{shown}")
 
 
 def _source_rows(postgres: Any, table: str) -> dict[int, tuple[str, ...]]:
@@ -420,3 +421,76 @@ def test_a_captured_table_is_checked_with_the_config() -> None:
     _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
     assert any("lands Debezium envelopes: set format: debezium" in p for p in problems)
     assert any("sequence_by: [source.commit_lsn, source.lsn]" in p for p in problems)
+
+
+def test_a_dropped_slot_stops_with_the_way_back(
+    project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Never silent loss: a slot dropped under the capture stops it, naming what to do."""
+    project.add_table(_config(postgres, orders))
+    root = ["--project-dir", str(project.root)]
+    assert main([*root, "capture", "--once", "--date", FIRST]) == 0
+    postgres.psql(f"select pg_drop_replication_slot('hashcdc_{orders}')", SOURCE_DATABASE)
+    capsys.readouterr()
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 2
+    err = capsys.readouterr().err
+    assert f"the replication slot hashcdc_{orders} is gone" in err and "Re-snapshot" in err, err
+    assert "Traceback" not in err
+
+
+def test_a_keyless_table_and_an_array_column(
+    project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REPLICA IDENTITY FULL: an update's before image is the whole row; an array is named."""
+    keyless = f"{orders}_keyless"
+    postgres.psql(
+        f"create table public.{keyless} (id int, item text, tags text[]); "
+        f"alter table public.{keyless} replica identity full; "
+        f"insert into public.{keyless} values (1, 'a', '{{x}}')",
+        SOURCE_DATABASE,
+    )
+    config = _config(postgres, keyless)
+    config["columns"] = [
+        {"name": "order_id", "source_name": "id", "type": "int"},
+        {"name": "item", "type": "string"},
+    ]
+    project.add_table(config)
+    root = ["--project-dir", str(project.root)]
+    assert main([*root, "capture", "--once", "--date", FIRST]) == 0
+    postgres.psql(f"update public.{keyless} set item = 'b'", SOURCE_DATABASE)
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 0
+    (update,) = [json.loads(line) for p in _landed(project, SECOND) for line in p.open()]
+    assert update["op"] == "u"
+    assert update["before"] == {"id": 1, "item": "a", "tags": "{x}"}
+    assert update["after"]["item"] == "b"
+
+    config["columns"].append({"name": "tags", "type": "string"})
+    project.add_table(config)
+    capsys.readouterr()
+    assert main([*root, "capture", "--check"]) == 2
+    out = capsys.readouterr().out
+    assert f"column 'tags' of public.{keyless} is text[], an array" in out, out
+
+
+def test_a_purged_binary_log_stops_with_the_way_back(
+    project: Any, mariadb: Any, maria_orders: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = _config(mariadb, maria_orders)
+    config["source"]["database"].update(kind="mariadb", table=maria_orders)
+    project.add_table(config)
+    root = ["--project-dir", str(project.root)]
+    assert main([*root, "capture", "--once", "--date", FIRST]) == 0
+    mariadb.sql("flush binary logs; flush binary logs")
+    newest = mariadb.sql("show master status").split("\t")[0]
+    oldest = mariadb.sql("show binary logs").split("\t")[0]
+
+    def purged() -> bool:
+        # MariaDB keeps a log until its binlog checkpoint is written (a moment later).
+        mariadb.sql(f"purge binary logs to '{newest}'")
+        return oldest not in mariadb.sql("show binary logs")
+
+    _wait_for(purged, 30, f"{oldest} purged", project)
+    capsys.readouterr()
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 2
+    err = capsys.readouterr().err
+    assert "is purged" in err and "Re-snapshot" in err, err
