@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from hashcdc.cli import main
 
 SOURCE_DATABASE = "shop"
 TABLE = "captured_orders"
+MARIADB_TABLE = "captured_maria_orders"  # its own: both run dates 1 and 2 in one warehouse
 FIRST, SECOND = "2024-01-01", "2024-01-02"
 LARGE_TRANSACTION_ROWS = 20_000
 
@@ -55,12 +58,12 @@ def orders(postgres: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     return name
 
 
-def _config(postgres: Any, source_table: str) -> dict[str, Any]:
+def _config(postgres: Any, source_table: str, name: str = TABLE) -> dict[str, Any]:
     return {
-        "name": TABLE,
+        "name": name,
         "extract_type": "changes",
         "source": {
-            "path": f"landing/{TABLE}/{{business_date}}",
+            "path": f"landing/{name}/{{business_date}}",
             "format": "debezium",
             "database": {
                 "kind": "postgresql",
@@ -93,8 +96,8 @@ def _capture(project: Any, *options: str) -> subprocess.Popen:
     )  # fmt: skip
 
 
-def _landed(project: Any, business_date: str) -> list[Path]:
-    return sorted((project.root / "landing" / TABLE / business_date).glob("*.json"))
+def _landed(project: Any, business_date: str, name: str = TABLE) -> list[Path]:
+    return sorted((project.root / "landing" / name / business_date).glob("*.json"))
 
 
 def _wait_for(check: Any, seconds: float, what: str, project: Any) -> None:
@@ -108,119 +111,18 @@ def _wait_for(check: Any, seconds: float, what: str, project: Any) -> None:
     raise AssertionError(f"{what} not within {seconds} s; capture's log:\n{shown}")
 
 
-def _source_rows(postgres: Any, table: str) -> dict[int, tuple[str, ...]]:
-    lines = postgres.psql(
-        f"select id, item, amount, placed, paid, coalesce(md5(notes), '') from public.{table}",
-        SOURCE_DATABASE,
-    )
-    rows = {}
-    for line in lines.splitlines():
-        key, *values = line.split("|")
-        rows[int(key)] = tuple(values)
-    return rows
-
-
-def _lake_rows(project: Any) -> dict[int, tuple[str, ...]]:
+def _lake_rows(project: Any, name: str = TABLE) -> dict[int, tuple[str, ...]]:
     rows = project.rows(
         # As psql prints them: a null as ''.
         f"select order_id, item, cast(amount as string) as amount, "
         f"coalesce(cast(placed as string), '') as placed, "
         f"case when paid is null then '' when paid then 't' else 'f' end as paid, "
-        f"coalesce(md5(notes), '') as notes from {TABLE}_current"
+        f"coalesce(md5(notes), '') as notes from {name}_current"
     )
     return {
         row["order_id"]: (row["item"], row["amount"], row["placed"], row["paid"], row["notes"])
         for row in rows
     }
-
-
-def test_snapshot_then_stream_through_a_kill_and_a_server_restart(
-    project: Any, postgres: Any, orders: str
-) -> None:
-    project.add_table(_config(postgres, orders))
-    root = ["--project-dir", str(project.root)]
-
-    # Day 1: the snapshot alone (--once: up to the log's end at the start).
-    assert main([*root, "capture", "--once", "--date", FIRST]) == 0
-    assert project.build(FIRST, TABLE).success
-    assert _lake_rows(project) == _source_rows(postgres, orders)
-    postgres.psql(f"truncate public.{orders}_log", SOURCE_DATABASE)
-
-    def sql(statement: str) -> None:
-        postgres.psql(statement, SOURCE_DATABASE)
-
-    # Day 2: streaming while the workload runs.
-    capture = _capture(project, "--date", SECOND)
-    try:
-        sql(f"insert into public.{orders} values (51, 'new', 9.99, '2024-01-02', true, null)")
-        sql(f"update public.{orders} set amount = amount + 1 where id <= 10")
-        sql(f"update public.{orders} set id = 1000 where id = 11")  # the key changes
-        sql(f"delete from public.{orders} where id between 20 and 24")
-        _wait_for(lambda: _landed(project, SECOND), 60, "a first streamed file", project)
-        # A large transaction (its events are written to disk as they come, not held).
-        sql(
-            f"insert into public.{orders} select n, 'bulk', n, null, false, null "
-            f"from generate_series(10001, {10000 + LARGE_TRANSACTION_ROWS}) n"
-        )
-        # A value stored out of line (TOAST), then an update that leaves it unchanged.
-        sql(
-            f"update public.{orders} set notes = (select string_agg(md5(random()::text), '') "
-            "from generate_series(1, 300)) where id = 30"
-        )
-        sql(f"update public.{orders} set item = 'renamed' where id = 30")
-        capture.send_signal(signal.SIGKILL)
-        capture.wait(timeout=30)
-        # Committed while the capture is down: streamed after its restart.
-        sql(f"update public.{orders} set paid = not paid where id between 40 and 45")
-        sql(f"delete from public.{orders} where id between 10001 and 10100")
-        capture = _capture(project, "--date", SECOND)
-        sql(f"insert into public.{orders} values (52, 'after restart', 1, null, null, null)")
-        _wait_for(
-            lambda: "after restart" in "".join(p.read_text() for p in _landed(project, SECOND)),
-            60,
-            "the change committed after the restart",
-            project,
-        )
-        postgres.restart()
-        sql(f"alter table public.{orders} add column channel text")
-        sql(f"update public.{orders} set channel = 'web', amount = 0 where id = 51")
-        sql(f"insert into public.{orders} values (53, 'with channel', 2, null, true, null, 'app')")
-        _wait_for(
-            lambda: "with channel" in "".join(p.read_text() for p in _landed(project, SECOND)),
-            120,
-            "the change committed after the server's restart",
-            project,
-        )
-        capture.send_signal(signal.SIGTERM)
-        assert capture.wait(timeout=60) == 0
-    finally:
-        if capture.poll() is None:
-            capture.kill()
-    log = (project.root / "capture.log").read_text()
-    assert "retrying" in log and "changed shape" in log, log
-
-    # Whatever was committed and not landed yet: --once catches up and stops.
-    assert main([*root, "capture", "--once", "--date", SECOND]) == 0
-    outcome = project.build(SECOND, TABLE)
-    assert outcome.success, outcome.text
-    assert _lake_rows(project) == _source_rows(postgres, orders)
-    committed = dict(
-        line.split("|")
-        for line in postgres.psql(
-            f"select op, count(*) from public.{orders}_log group by op", SOURCE_DATABASE
-        ).splitlines()
-    )
-    applied = {
-        row["operation"]: row["n"]
-        for row in project.rows(
-            f"select operation, count(*) as n from {TABLE}_history "
-            f"where business_date = '{SECOND}' group by operation"
-        )
-    }
-    assert applied == {"I": int(committed["I"]), "U": int(committed["U"]), "D": int(committed["D"])}
-
-    offsets = json.loads(next((project.root / ".hashcdc" / "capture").glob("*.json")).read_text())
-    assert offsets["snapshot"] == "done" and offsets["tables"][TABLE]["events"] > 20_000
 
 
 @pytest.fixture
@@ -244,65 +146,106 @@ def maria_orders(mariadb: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     return name
 
 
-def _maria_rows(mariadb: Any, table: str) -> dict[int, tuple[str, ...]]:
-    lines = mariadb.sql(
-        f"select id, item, amount, coalesce(placed, ''), if(paid is null, '', if(paid, 't', 'f')), "
-        f"coalesce(md5(notes), '') from {table}",
-        SOURCE_DATABASE,
+@dataclass
+class Source:
+    """A source database as the workload sees it: its SQL and what it differs in."""
+
+    sql: Callable[[str], str]  # run a statement in the source database; its output
+    separator: str  # between the client's output columns
+    table: str  # the source table, as statements name it
+    series: str  # rows numbered `n` from {first} to {last}, as a FROM clause
+    restart: Callable[[], None]
+    toast: bool  # PostgreSQL: values stored out of line
+    lake: str = TABLE  # the table's name in the lake
+
+    def rows(self) -> dict[int, tuple[str, ...]]:
+        """Every row, values as the client prints them (a null as '')."""
+        lines = self.sql(
+            f"select id, item, amount, coalesce(cast(placed as char(10)), ''), case when paid "
+            f"is null then '' when paid then 't' else 'f' end, coalesce(md5(notes), '') "
+            f"from {self.table}"
+        )
+        return {
+            int(line.split(self.separator)[0]): tuple(line.split(self.separator)[1:])
+            for line in lines.splitlines()
+        }
+
+    def committed(self) -> dict[str, int]:
+        """The row changes the source's triggers logged, by operation (I, U, D)."""
+        lines = self.sql(f"select op, count(*) from {self.table}_log group by op")
+        return {op: int(n) for op, n in (line.split(self.separator) for line in lines.splitlines())}
+
+
+def _postgres_source(postgres: Any, table: str) -> Source:
+    return Source(
+        sql=lambda statement: postgres.psql(statement, SOURCE_DATABASE),
+        separator="|",
+        table=f"public.{table}",
+        series="generate_series({first}, {last}) n",
+        restart=postgres.restart,
+        toast=True,
     )
-    return {int(line.split("\t")[0]): tuple(line.split("\t")[1:]) for line in lines.splitlines()}
 
 
-def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
-    project: Any, mariadb: Any, maria_orders: str
-) -> None:
-    """The same workload as PostgreSQL's, through the binary log."""
-    config = _config(mariadb, maria_orders)
-    config["source"]["database"].update(kind="mariadb", table=maria_orders)
-    project.add_table(config)
+def _mariadb_source(mariadb: Any, table: str) -> Source:
+    return Source(
+        sql=lambda statement: mariadb.sql(statement, SOURCE_DATABASE),
+        separator="\t",
+        table=table,
+        series="(select seq as n from seq_{first}_to_{last}) numbers",
+        restart=mariadb.restart,
+        toast=False,
+        lake=MARIADB_TABLE,
+    )
+
+
+def _stream_through_a_kill_and_a_server_restart(project: Any, source: Source) -> None:
+    """Day 1 the snapshot, day 2 a workload through a kill and a server restart: checked.
+
+    Current must equal the source, and history hold each committed change once.
+    """
     root = ["--project-dir", str(project.root)]
+    sql, table, lake = source.sql, source.table, source.lake
+    # Day 1: the snapshot alone (--once: up to the log's end at the start).
     assert main([*root, "capture", "--once", "--date", FIRST]) == 0
-    assert project.build(FIRST, TABLE).success
-    assert _lake_rows(project) == _maria_rows(mariadb, maria_orders)
-    mariadb.sql(f"truncate {maria_orders}_log", SOURCE_DATABASE)
-    table = maria_orders
+    assert project.build(FIRST, lake).success
+    assert _lake_rows(project, lake) == source.rows()
+    sql(f"truncate table {table}_log")
 
-    def sql(statement: str) -> None:
-        mariadb.sql(statement, SOURCE_DATABASE)
+    def landed_text() -> str:
+        return "".join(path.read_text() for path in _landed(project, SECOND, lake))
 
+    # Day 2: streaming while the workload runs.
     capture = _capture(project, "--date", SECOND)
     try:
         sql(f"insert into {table} values (51, 'new', 9.99, '2024-01-02', true, null)")
         sql(f"update {table} set amount = amount + 1 where id <= 10")
-        sql(f"update {table} set id = 1000 where id = 11")
+        sql(f"update {table} set id = 1000 where id = 11")  # the key changes
         sql(f"delete from {table} where id between 20 and 24")
-        _wait_for(lambda: _landed(project, SECOND), 60, "a first streamed file", project)
-        sql(
-            f"insert into {table} select seq, 'bulk', seq, null, false, null "
-            f"from seq_10001_to_{10000 + LARGE_TRANSACTION_ROWS}"
-        )
+        _wait_for(lambda: _landed(project, SECOND, lake), 60, "a first streamed file", project)
+        # A large transaction (its events are written to disk as they come, not held).
+        bulk = source.series.format(first=10001, last=10000 + LARGE_TRANSACTION_ROWS)
+        sql(f"insert into {table} select n, 'bulk', n, null, false, null from {bulk}")
+        if source.toast:
+            # A value stored out of line, then an update that leaves it unchanged.
+            sql(
+                f"update {table} set notes = (select string_agg(md5(random()::text), '') "
+                "from generate_series(1, 300)) where id = 30"
+            )
+            sql(f"update {table} set item = 'renamed' where id = 30")
         capture.send_signal(signal.SIGKILL)
         capture.wait(timeout=30)
+        # Committed while the capture is down: streamed after its restart.
         sql(f"update {table} set paid = not paid where id between 40 and 45")
         sql(f"delete from {table} where id between 10001 and 10100")
         capture = _capture(project, "--date", SECOND)
         sql(f"insert into {table} values (52, 'after restart', 1, null, null, null)")
-        _wait_for(
-            lambda: "after restart" in "".join(p.read_text() for p in _landed(project, SECOND)),
-            60,
-            "the change committed after the restart",
-            project,
-        )
-        mariadb.restart()
+        _wait_for(lambda: "after restart" in landed_text(), 60, "the change after", project)
+        source.restart()
         sql(f"alter table {table} add column channel text")
         sql(f"update {table} set channel = 'web', amount = 0 where id = 51")
         sql(f"insert into {table} values (53, 'with channel', 2, null, true, null, 'app')")
-        _wait_for(
-            lambda: "with channel" in "".join(p.read_text() for p in _landed(project, SECOND)),
-            120,
-            "the change committed after the server's restart",
-            project,
-        )
+        _wait_for(lambda: "with channel" in landed_text(), 120, "the server's restart", project)
         capture.send_signal(signal.SIGTERM)
         assert capture.wait(timeout=60) == 0
     finally:
@@ -310,24 +253,38 @@ def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
             capture.kill()
     log = (project.root / "capture.log").read_text()
     assert "retrying" in log and "changed shape" in log, log
+
+    # Whatever was committed and not landed yet: --once catches up and stops.
     assert main([*root, "capture", "--once", "--date", SECOND]) == 0
-    outcome = project.build(SECOND, TABLE)
+    outcome = project.build(SECOND, lake)
     assert outcome.success, outcome.text
-    assert _lake_rows(project) == _maria_rows(mariadb, table)
-    committed = dict(
-        line.split("\t")
-        for line in mariadb.sql(
-            f"select op, count(*) from {table}_log group by op", SOURCE_DATABASE
-        ).splitlines()
-    )
+    assert _lake_rows(project, lake) == source.rows()
     applied = {
         row["operation"]: row["n"]
         for row in project.rows(
-            f"select operation, count(*) as n from {TABLE}_history "
+            f"select operation, count(*) as n from {lake}_history "
             f"where business_date = '{SECOND}' group by operation"
         )
     }
-    assert applied == {op: int(count) for op, count in committed.items()}
+    assert applied == source.committed()
+
+
+def test_postgresql_snapshot_then_stream_through_a_kill_and_a_server_restart(
+    project: Any, postgres: Any, orders: str
+) -> None:
+    project.add_table(_config(postgres, orders))
+    _stream_through_a_kill_and_a_server_restart(project, _postgres_source(postgres, orders))
+    offsets = json.loads(next((project.root / ".hashcdc" / "capture").glob("*.json")).read_text())
+    assert offsets["snapshot"] == "done" and offsets["tables"][TABLE]["events"] > 20_000
+
+
+def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
+    project: Any, mariadb: Any, maria_orders: str
+) -> None:
+    config = _config(mariadb, maria_orders, MARIADB_TABLE)
+    config["source"]["database"].update(kind="mariadb", table=maria_orders)
+    project.add_table(config)
+    _stream_through_a_kill_and_a_server_restart(project, _mariadb_source(mariadb, maria_orders))
 
 
 def test_check_names_what_to_change(
@@ -480,16 +437,16 @@ def test_a_purged_binary_log_stops_with_the_way_back(
     project.add_table(config)
     root = ["--project-dir", str(project.root)]
     assert main([*root, "capture", "--once", "--date", FIRST]) == 0
+    captured_in = mariadb.sql("show master status").split("\t")[0]  # the snapshot's log
     mariadb.sql("flush binary logs; flush binary logs")
     newest = mariadb.sql("show master status").split("\t")[0]
-    oldest = mariadb.sql("show binary logs").split("\t")[0]
 
     def purged() -> bool:
         # MariaDB keeps a log until its binlog checkpoint is written (a moment later).
         mariadb.sql(f"purge binary logs to '{newest}'")
-        return oldest not in mariadb.sql("show binary logs")
+        return captured_in not in mariadb.sql("show binary logs")
 
-    _wait_for(purged, 30, f"{oldest} purged", project)
+    _wait_for(purged, 30, f"{captured_in} purged", project)
     capsys.readouterr()
     assert main([*root, "capture", "--once", "--date", SECOND]) == 2
     err = capsys.readouterr().err
