@@ -112,6 +112,30 @@ def capture_group(tables: list[TableConfig]) -> CaptureGroup:
     )
 
 
+def check_report(server: str, problems: list[str], ready: str) -> list[str]:
+    """``hashcdc capture --check``'s lines: the server, each problem, or that all is ready."""
+    return [f"connected to {server}", *[f"problem: {p}" for p in problems]] + (
+        [] if problems else [f"ready: {ready}"]
+    )
+
+
+def missing_column(table: TableConfig, column: Any, source: str, found: list[str]) -> str:
+    """A configured column the source table does not have."""
+    return (
+        f"table '{table.name}': column '{column.name}' ({column.source_field}) is not in "
+        f"{source} (its columns: {', '.join(found)})"
+    )
+
+
+def unrepresentable(table: TableConfig, column: Any, source: str, type_name: str, what: str) -> str:
+    """A configured column of a type the pipeline cannot hold, with what to do."""
+    return (
+        f"table '{table.name}': column '{column.name}' of {source} is {type_name}, {what}, "
+        "which hashcdc cannot represent: leave it out of the config, or capture a view that "
+        "casts it to text"
+    )
+
+
 def source_module(kind: str) -> ModuleType:
     """The module that knows a database kind: connection, ``check``, ``server_position``."""
     return importlib.import_module(f"hashcdc.capture.{kind}_source")
@@ -181,6 +205,11 @@ class LogCapture:
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.signalled = True
+
+    def require(self, problems: list[str]) -> None:
+        """Stop before reading anything when a prerequisite is missing."""
+        if problems:
+            self.fail("; ".join(problems))
 
     def fail(self, message: str) -> None:
         """Record the failure in the offsets and stop with it."""

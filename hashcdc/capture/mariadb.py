@@ -62,9 +62,7 @@ class MariaDBCapture(LogCapture):
 
         try:
             with connect(self.group) as connection:
-                problems = prerequisite_problems(connection, self.group)
-                if problems:
-                    self.fail("; ".join(problems))
+                self.require(prerequisite_problems(connection, self.group))
                 end = log_end(connection)
                 self.any_log_file = end[0]
                 if self.options.once:

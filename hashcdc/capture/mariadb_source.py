@@ -14,7 +14,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hashcdc.capture.base import CaptureGroup, ConnectionLostError, first_line, qualified_name
+from hashcdc.capture.base import (
+    CaptureGroup,
+    ConnectionLostError,
+    check_report,
+    first_line,
+    missing_column,
+    qualified_name,
+    unrepresentable,
+)
 from hashcdc.capture.snapshot import credentials
 from hashcdc.config import TableConfig
 
@@ -153,16 +161,10 @@ def _table_problems(connection: Any, table: TableConfig) -> list[str]:
     for column in table.columns:
         data_type = columns.get(column.source_field)
         if data_type is None:
-            problems.append(
-                f"table '{table.name}': column '{column.name}' ({column.source_field}) is not "
-                f"in {schema}.{name} (its columns: {', '.join(columns)})"
-            )
+            problems.append(missing_column(table, column, f"{schema}.{name}", list(columns)))
         elif data_type in UNREPRESENTABLE_TYPES:
-            problems.append(
-                f"table '{table.name}': column '{column.name}' of {schema}.{name} is "
-                f"{data_type}, {UNREPRESENTABLE_TYPES[data_type]}, which hashcdc cannot "
-                "represent: leave it out of the config, or capture a view that casts it"
-            )
+            what = UNREPRESENTABLE_TYPES[data_type]
+            problems.append(unrepresentable(table, column, f"{schema}.{name}", data_type, what))
     return problems
 
 
@@ -172,14 +174,10 @@ def check(group: CaptureGroup) -> list[str]:
         (version,) = query(connection, "select version()")[0]
         problems = prerequisite_problems(connection, group)
     settings = connection_settings(group)
-    lines = [f"connected to MariaDB/MySQL {version} at {settings['host']}:{settings['port']}"]
-    lines += [f"problem: {problem}" for problem in problems]
-    if not problems:
-        lines.append(
-            f"ready: capture {group.slot} (replica id {server_id(group.slot)}), tables "
-            + ", ".join(table.name for table in group.tables)
-        )
-    return lines
+    tables = ", ".join(table.name for table in group.tables)
+    ready = f"capture {group.slot} (replica id {server_id(group.slot)}), tables {tables}"
+    server = f"MariaDB/MySQL {version} at {settings['host']}:{settings['port']}"
+    return check_report(server, problems, ready)
 
 
 def json_value(value: Any) -> Any:

@@ -53,9 +53,7 @@ class PostgresCapture(LogCapture):
 
         try:
             with connect(self.group) as connection:
-                problems = prerequisite_problems(connection, self.group)
-                if problems:
-                    self.fail("; ".join(problems))
+                self.require(prerequisite_problems(connection, self.group))
                 self._ensure_publication(connection)
                 if self.options.once:
                     self.target_position = pgoutput.lsn_number(

@@ -12,7 +12,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from hashcdc.capture import pgoutput
-from hashcdc.capture.base import CaptureGroup, ConnectionLostError, first_line, qualified_name
+from hashcdc.capture.base import (
+    CaptureGroup,
+    ConnectionLostError,
+    check_report,
+    first_line,
+    missing_column,
+    qualified_name,
+    unrepresentable,
+)
 from hashcdc.capture.snapshot import credentials
 from hashcdc.config import DEBEZIUM_UNAVAILABLE_VALUE, TableConfig
 
@@ -126,18 +134,12 @@ def _table_problems(connection: Any, table: TableConfig) -> list[str]:
     }
     for column in table.columns:
         if column.source_field not in columns:
-            problems.append(
-                f"table '{table.name}': column '{column.name}' ({column.source_field}) is not "
-                f"in {name} (its columns: {', '.join(columns)})"
-            )
+            problems.append(missing_column(table, column, name, list(columns)))
             continue
         type_name, category = columns[column.source_field]
         if category in UNREPRESENTABLE_CATEGORIES:
-            problems.append(
-                f"table '{table.name}': column '{column.name}' of {name} is {type_name}, "
-                f"{UNREPRESENTABLE_CATEGORIES[category]}, which hashcdc cannot represent: "
-                "leave it out of the config, or capture a view that casts it to text"
-            )
+            what = UNREPRESENTABLE_CATEGORIES[category]
+            problems.append(unrepresentable(table, column, name, type_name, what))
     return problems
 
 
@@ -147,14 +149,9 @@ def check(group: CaptureGroup) -> list[str]:
         (version,) = query(connection, "show server_version")[0]
         problems = prerequisite_problems(connection, group)
     where = f"{group.database.host}:{group.database.port or 5432}/{group.database.database}"
-    lines = [f"connected to PostgreSQL {version} at {where}"]
-    lines += [f"problem: {problem}" for problem in problems]
-    if not problems:
-        lines.append(
-            f"ready: slot {group.slot}, publication {group.publication}, tables "
-            + ", ".join(table.name for table in group.tables)
-        )
-    return lines
+    tables = ", ".join(table.name for table in group.tables)
+    ready = f"slot {group.slot}, publication {group.publication}, tables {tables}"
+    return check_report(f"PostgreSQL {version} at {where}", problems, ready)
 
 
 def json_value(text: Any, type_oid: int) -> Any:
