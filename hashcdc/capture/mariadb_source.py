@@ -222,3 +222,50 @@ def distance(server: int, landed: int) -> str:
     if files > 0:
         return f"{files} log file(s)"
     return f"{max(server - landed, 0):,} bytes"
+
+
+# -- `hashcdc bench --capture` (hashcdc.capture.bench) ---------------------------------
+
+
+def bench_prepare(connection: Any, table: str, rows: int) -> None:
+    """A fresh bench table of ``rows`` rows."""
+    query(connection, f"drop table if exists {table}")
+    query(
+        connection, f"create table {table} (id bigint primary key, item text, amount decimal(12,2))"
+    )
+    query(
+        connection,
+        f"insert into {table} select seq, concat('item ', seq), seq * 1.25 from seq_1_to_{rows}",
+    )
+
+
+def bench_read_floor(connection: Any, table: str) -> float:
+    """Seconds to read the table out: an unbuffered select, each row written to a file."""
+    import tempfile
+    import time
+
+    import pymysql.cursors
+
+    started = time.monotonic()
+    with tempfile.TemporaryFile("w") as sink, connection.cursor(pymysql.cursors.SSCursor) as cursor:
+        cursor.execute(f"select * from {table}")
+        for row in cursor:
+            sink.write("\t".join(map(str, row)) + "\n")
+    return time.monotonic() - started
+
+
+def bench_changes(connection: Any, table: str, rows: int, batch: int) -> int:
+    """Update every row once, ``batch`` rows per transaction; the log's end after."""
+    for first in range(1, rows + 1, batch):
+        query(
+            connection,
+            f"update {table} set amount = amount + 1 where id between %s and %s",
+            first,
+            first + batch - 1,
+        )
+    return position_number(*log_end(connection))
+
+
+def bench_clean(connection: Any, table: str, slot: str) -> None:
+    """Drop the bench's table."""
+    query(connection, f"drop table if exists {table}")

@@ -251,6 +251,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the 1%% delta extract and change feed measurements",
     )
     bench_parser.add_argument(
+        "--capture",
+        metavar="TABLE",
+        help="only `hashcdc capture` against the database of this captured table: snapshot "
+        "and streaming rates for --rows rows (a bench table of its own there)",
+    )
+    bench_parser.add_argument(
         "--only-change-cost",
         action="store_true",
         help="only the cost-follows-the-change cases: the same 10,000 changed rows as a delta "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -127,4 +128,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
             args.report.write_text(table)
         return 0
     project_dir = find_project_dir(args.project_dir)
+    if args.capture:
+        from hashcdc.capture import bench as capture_bench
+
+        for rows in args.rows:
+            figures = capture_bench.run(project_dir, args.capture, rows)
+            print(json.dumps(figures), flush=True)
+        return 0
     return bench.main(project_dir, args)

@@ -1,0 +1,128 @@
+"""``hashcdc bench --capture TABLE``: how fast capture lands a database's changes.
+
+The database is the one a captured table's config names (its ``source.database``, with
+its credentials); the bench makes a table of its own there (``hashcdc_bench_events``, a
+slot and publication of its own), in a scratch project, and drops them at the end:
+
+* **snapshot**: ``--rows`` rows read by capture's initial snapshot, against the floor of
+  reading them out (``COPY … TO STDOUT`` to a file for PostgreSQL, an unbuffered
+  ``SELECT`` for MariaDB);
+* **streaming**: the same number of row changes committed as fast as one client can
+  (transactions of 1,000 rows) while ``hashcdc capture`` runs as its own process: events
+  per second from the first commit to the last event landed, and the lag of the last
+  commit (its commit to its file landed); for PostgreSQL, beside it, ``pg_recvlogical``
+  decoding the same changes from a slot of its own (the server's own floor).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hashcdc.capture.base import capture_group, source_module
+from hashcdc.config import TableConfig, load_table_configs
+
+BENCH_TABLE = "hashcdc_bench_events"
+BATCH_ROWS = 1_000
+
+
+def _config(table: TableConfig, slot: str) -> dict[str, Any]:
+    database = dataclasses.asdict(table.source.database)  # type: ignore[arg-type]
+    database.update(table=BENCH_TABLE, slot=slot, publication=slot, query=None)
+    database = {key: value for key, value in database.items() if value is not None}
+    return {
+        "name": BENCH_TABLE,
+        "extract_type": "changes",
+        "source": {
+            "path": f"landing/{BENCH_TABLE}/{{business_date}}",
+            "format": "debezium",
+            "database": database,
+        },
+        "changes": {"sequence_by": ["source.commit_lsn", "source.lsn"]},
+        "columns": [
+            {"name": "id", "type": "bigint", "key": True},
+            {"name": "item", "type": "string"},
+            {"name": "amount", "type": "decimal(12,2)"},
+        ],
+    }
+
+
+def _capture(work: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hashcdc.cli", "--project-dir", str(work), "capture", *args],
+        stdout=(work / "capture.log").open("a"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _landed_events(work: Path) -> int:
+    offsets = next((work / ".hashcdc" / "capture").glob("*.json"), None)
+    if offsets is None:
+        return 0
+    tables = json.loads(offsets.read_text()).get("tables", {})
+    return int(tables.get(BENCH_TABLE, {}).get("events", 0))
+
+
+def run(project_dir: Path, table_name: str, rows: int) -> dict[str, Any]:
+    """Measure snapshot and streaming rates for the database of ``table_name``."""
+    tables = {t.name: t for t in load_table_configs(project_dir / "tables")}
+    if table_name not in tables or tables[table_name].source.database is None:
+        raise SystemExit(f"hashcdc bench --capture: no table '{table_name}' with source.database")
+    source_table = tables[table_name]
+    kind = source_table.source.database.kind  # type: ignore[union-attr]
+    work = Path(tempfile.mkdtemp(prefix="hashcdc_capture_bench_"))
+    (work / "tables").mkdir()
+    slot = "hashcdc_bench"
+    (work / "tables" / f"{BENCH_TABLE}.yml").write_text(
+        yaml.safe_dump(_config(source_table, slot), sort_keys=False)
+    )
+    (work / "dbt_project.yml").write_text((project_dir / "dbt_project.yml").read_text())
+    group = capture_group(load_table_configs(work / "tables"))
+    database = source_module(kind)
+    figures: dict[str, Any] = {"kind": kind, "rows": rows}
+    try:
+        with database.connect(group) as connection:
+            database.bench_prepare(connection, BENCH_TABLE, rows)
+            figures["floor_read_s"] = round(database.bench_read_floor(connection, BENCH_TABLE), 2)
+        started = time.monotonic()
+        snapshot = _capture(work, "--once", "--roll-seconds", "1")
+        if snapshot.wait() != 0:
+            raise SystemExit((work / "capture.log").read_text()[-3000:])
+        figures["snapshot_s"] = round(time.monotonic() - started, 2)
+        streaming = _capture(work, "--roll-seconds", "1")
+        try:
+            while _landed_events(work) < rows:  # the snapshot's events are counted first
+                time.sleep(0.2)
+            floor = database.bench_floor_start(group) if kind == "postgresql" else None
+            first_commit = time.monotonic()
+            with database.connect(group) as connection:
+                end = database.bench_changes(connection, BENCH_TABLE, rows, BATCH_ROWS)
+            last_commit = time.monotonic()
+            while _landed_events(work) < 2 * rows:
+                time.sleep(0.05)
+            landed = time.monotonic()
+            if floor is not None:
+                figures["pg_recvlogical_s"] = round(database.bench_floor_wait(floor, end), 2)
+        finally:
+            streaming.terminate()
+            streaming.wait(timeout=60)
+        figures["commit_s"] = round(last_commit - first_commit, 2)
+        figures["stream_s"] = round(landed - first_commit, 2)
+        figures["events_per_s"] = round(rows / (landed - first_commit))
+        figures["lag_last_commit_s"] = round(landed - last_commit, 2)
+    finally:
+        with database.connect(group) as connection:
+            database.bench_clean(connection, BENCH_TABLE, slot)
+        if not os.environ.get("HASHCDC_BENCH_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+    return figures
