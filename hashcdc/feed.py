@@ -24,6 +24,10 @@ schema when it carries one; a connector's placeholder for a value it could not r
 applied get ``_row_errors`` like any rejected row. JSON is parsed once per line into a
 VARIANT; every field is taken from it with native functions, nothing runs in Python per
 event.
+
+Over 400 lines: the events' typing, identity, order and what earlier dates applied
+(:class:`PriorSnapshot`) are one stage built in one plan, sharing the raw events' columns;
+reading the formats is :mod:`hashcdc.inputs`', applying the events the state macros'.
 """
 
 from __future__ import annotations

@@ -23,10 +23,10 @@ from hashcdc.jars import with_table_format
 from hashcdc.metastore import (
     ensure_metastore_free,
     note_spark_jvm,
-    prepare_shared_metastore,
     release_metastore_on_exit,
 )
 from hashcdc.relations import Relations
+from hashcdc.shared_metastore import prepare_shared_metastore
 
 
 def find_project_dir(start: Path | None = None) -> Path:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from hashcdc.bench import _peer_cell, _peer_days
+from hashcdc.bench import _peer_days
+from hashcdc.bench_report import _peer_cell
 from hashcdc.peer import DuckdbPeer, PeerCase
 
 COLUMNS = [{"name": "id", "type": "bigint", "key": True}, {"name": "name", "type": "string"}]
