@@ -118,9 +118,9 @@ TYPES: tuple[ColumnType, ...] = (
 DECIMAL_PATTERN = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 # The precision of a bare `decimal` (Spark's default).
 DEFAULT_DECIMAL = "decimal(10,0)"
-WIDENINGS_HINT = (
-    "tinyint/smallint/int to a wider integer, float to double, decimal(p,s) to a decimal "
-    "with at least as many digits on both sides of the point, date to timestamp"
+# A decimal widens by its digits, not by its name.
+DECIMAL_WIDENING = (
+    "decimal(p,s) to a decimal with at least as many digits on both sides of the point"
 )
 
 
@@ -193,7 +193,22 @@ class TypeRegistry:
             if p2 - s2 < p1 - s1:
                 return f"{old} to {new} has fewer digits before the point: values may not fit"
             return None
-        return f"{old} to {new} is not a widening (widenings: {WIDENINGS_HINT})"
+        return f"{old} to {new} is not a widening (widenings: {self.widenings_hint()})"
+
+    def widenings_hint(self) -> str:
+        """Every allowed widening in a sentence's list (a refused change's message)."""
+        parts = []
+        for family in Family:
+            sized = sorted((t for t in self.types if t.family is family and t.width), key=_width)
+            if len(sized) == 2:
+                parts.append(f"{sized[0].name} to {sized[1].name}")
+            elif len(sized) > 2:
+                narrower = "/".join(t.name for t in sized[:-1])
+                parts.append(f"{narrower} to a wider {family.value}")
+            if family is Family.DECIMAL:
+                parts.append(DECIMAL_WIDENING)
+        parts += [f"{t.name} to {wider}" for t in self.types for wider in t.widens_to]
+        return ", ".join(parts)
 
     def schema_description(self) -> str:
         """The description of a column's ``type`` in ``tables.schema.json``."""
@@ -215,6 +230,10 @@ class TypeRegistry:
             decoded = "yes" if t.connector_decoded else "no"
             lines.append(f"| `{t.spelling}` | {aliases} | {t.hash_form} | {widens} | {decoded} |")
         return "\n".join(lines) + "\n"
+
+
+def _width(column: ColumnType) -> int:
+    return column.width
 
 
 def _widens_within_family(old: ColumnType, new: ColumnType) -> bool:

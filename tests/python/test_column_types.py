@@ -82,3 +82,15 @@ def _problems(column: dict) -> str:
     config, problems = parse_table_config(raw, "tables/t.yml")
     assert config is None
     return "\n".join(problems)
+
+
+def test_the_widenings_hint_is_built_from_the_registry() -> None:
+    from hashcdc.column_types import REGISTRY
+
+    assert REGISTRY.widenings_hint() == (
+        "tinyint/smallint/int to a wider integer, float to double, decimal(p,s) to a decimal "
+        "with at least as many digits on both sides of the point, date to timestamp"
+    )
+    assert "is not a widening (widenings: tinyint/smallint/int" in str(
+        REGISTRY.change_problem("string", "int")
+    )
