@@ -26,6 +26,7 @@ from hashcdc.config import DatabaseSource, TableConfig
 from hashcdc.errors import HashcdcError, InputDataError
 from hashcdc.extract import resolve_source_path
 from hashcdc.hadoop import HadoopFiles
+from hashcdc.inputs.csv import spark_csv_options
 
 DEFAULT_PORTS = {"postgresql": 5432}
 DRIVERS = {"postgresql": "org.postgresql.Driver"}
@@ -224,7 +225,7 @@ def land_snapshot(
         if table.source.format == "parquet":
             writer.parquet(landing)
         else:
-            writer.options(**_csv_options(table)).csv(landing)
+            writer.options(**spark_csv_options(table)).csv(landing)
     finally:
         snapshot.close()
     rows = _landed_rows(spark, table, landing)
@@ -242,16 +243,4 @@ def _landed_rows(spark: SparkSession, table: TableConfig, landing: str) -> int:
     """The rows of the landed files (read back: the snapshot itself is read once)."""
     if table.source.format == "parquet":
         return spark.read.parquet(landing).count()
-    return spark.read.options(**_csv_options(table), multiLine=True).csv(landing).count()
-
-
-def _csv_options(table: TableConfig) -> dict[str, object]:
-    """Spark's CSV options for ``source.csv``: the landed files read as the pipeline reads."""
-    options = table.source.csv
-    return {
-        "header": options["header"],
-        "sep": options["delimiter"],
-        "quote": options["quote"],
-        "escape": options["escape"],
-        "encoding": options["encoding"],
-    }
+    return spark.read.options(**spark_csv_options(table), multiLine=True).csv(landing).count()

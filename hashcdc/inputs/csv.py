@@ -43,19 +43,23 @@ def header_fields(line: str, options: dict[str, Any]) -> list[str]:
     return [f.strip().lower() for f in fields]
 
 
+def spark_csv_options(table: TableConfig) -> dict[str, object]:
+    """Spark's CSV options for ``source.csv`` (how the pipeline reads a table's files)."""
+    options = table.source.csv
+    return {
+        "header": options["header"],
+        "sep": options["delimiter"],
+        "quote": options["quote"],
+        "escape": options["escape"],
+        "encoding": options["encoding"],
+    }
+
+
 def _sample_values(
     spark: SparkSession, table: TableConfig, file: str, names: list[str]
 ) -> dict[str, list[str]]:
     """Up to SAMPLE_ROWS values of some columns of a CSV file, read by its header."""
-    options = table.source.csv
-    frame = (
-        spark.read.option("header", True)
-        .option("sep", options["delimiter"])
-        .option("quote", options["quote"])
-        .option("escape", options["escape"])
-        .option("encoding", options["encoding"])
-        .csv(file)
-    )
+    frame = spark.read.options(**{**spark_csv_options(table), "header": True}).csv(file)
     by_lower = {c.lower(): c for c in frame.columns}
     # Spark's header parser may name a column differently from Python's: no sample then.
     found = [n for n in names if n in by_lower]
@@ -120,11 +124,7 @@ class CsvReader(Reader):
         )
         frame = (
             spark.read.schema(schema)
-            .option("header", options["header"])
-            .option("sep", options["delimiter"])
-            .option("quote", options["quote"])
-            .option("escape", options["escape"])
-            .option("encoding", options["encoding"])
+            .options(**spark_csv_options(table))
             .option("nullValue", options["null_value"] or UNQUOTED_EMPTY_MARKER)
             .option("multiLine", options.get("multiline", False))
             .option("mode", "PERMISSIVE")
