@@ -270,12 +270,17 @@ def _stream_through_a_kill_and_a_server_restart(project: Any, source: Source) ->
 
 
 def test_postgresql_snapshot_then_stream_through_a_kill_and_a_server_restart(
-    project: Any, postgres: Any, orders: str
+    project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project.add_table(_config(postgres, orders))
     _stream_through_a_kill_and_a_server_restart(project, _postgres_source(postgres, orders))
     offsets = json.loads(next((project.root / ".hashcdc" / "capture").glob("*.json")).read_text())
     assert offsets["snapshot"] == "done" and offsets["tables"][TABLE]["events"] > 20_000
+    # `hashcdc status`: the capture's line, how far behind the server it is.
+    capsys.readouterr()
+    assert main(["--project-dir", str(project.root), "status"]) == 0
+    out = capsys.readouterr().out
+    assert "capture" in out and "done" in out and "bytes" in out, out
 
 
 def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
