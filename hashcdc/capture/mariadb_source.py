@@ -205,10 +205,15 @@ def row_image(values: dict[str, Any] | None) -> dict[str, Any] | None:
     return {name: json_value(value) for name, value in values.items()}
 
 
+def log_position(connection: Any) -> int:
+    """The binary log's current end as one position number."""
+    return position_number(*log_end(connection))
+
+
 def server_position(group: CaptureGroup) -> int:
     """The binary log's current end (``hashcdc status``: how far capture is behind)."""
     with connect(group) as connection:
-        return position_number(*log_end(connection))
+        return log_position(connection)
 
 
 def position_text(position: int) -> str:
@@ -252,18 +257,6 @@ def bench_read_floor(connection: Any, table: str) -> float:
         for row in cursor:
             sink.write("\t".join(map(str, row)) + "\n")
     return time.monotonic() - started
-
-
-def bench_changes(connection: Any, table: str, rows: int, batch: int) -> int:
-    """Update every row once, ``batch`` rows per transaction; the log's end after."""
-    for first in range(1, rows + 1, batch):
-        query(
-            connection,
-            f"update {table} set amount = amount + 1 where id between %s and %s",
-            first,
-            first + batch - 1,
-        )
-    return position_number(*log_end(connection))
 
 
 def bench_clean(connection: Any, table: str, slot: str) -> None:

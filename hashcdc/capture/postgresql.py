@@ -26,6 +26,7 @@ from hashcdc.capture.base import ConnectionLostError, LogCapture, first_line, qu
 from hashcdc.capture.envelope import envelope, epoch_ms
 from hashcdc.capture.postgresql_source import (
     connect,
+    log_position,
     position_text,
     prerequisite_problems,
     query,
@@ -56,9 +57,7 @@ class PostgresCapture(LogCapture):
                 self.require(prerequisite_problems(connection, self.group))
                 self._ensure_publication(connection)
                 if self.options.once:
-                    self.target_position = pgoutput.lsn_number(
-                        query(connection, "select pg_current_wal_lsn()::text")[0][0]
-                    )
+                    self.target_position = log_position(connection)
                 slot = query(
                     connection,
                     "select active_pid from pg_replication_slots where slot_name = %s",

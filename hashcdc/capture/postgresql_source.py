@@ -182,10 +182,15 @@ def row_image(
     }
 
 
+def log_position(connection: Any) -> int:
+    """The WAL's current end (where a new transaction would go)."""
+    return pgoutput.lsn_number(query(connection, "select pg_current_wal_lsn()::text")[0][0])
+
+
 def server_position(group: CaptureGroup) -> int:
     """The server's current WAL position (``hashcdc status``: how far capture is behind)."""
     with connect(group) as connection:
-        return pgoutput.lsn_number(query(connection, "select pg_current_wal_lsn()::text")[0][0])
+        return log_position(connection)
 
 
 def position_text(position: int) -> str:
@@ -225,18 +230,6 @@ def bench_read_floor(connection: Any, table: str) -> float:
     with tempfile.TemporaryFile() as sink, connection.cursor() as cursor:
         cursor.copy_expert(f"copy (select * from {table}) to stdout", sink)
     return time.monotonic() - started
-
-
-def bench_changes(connection: Any, table: str, rows: int, batch: int) -> int:
-    """Update every row once, ``batch`` rows per transaction; the log's end after."""
-    for first in range(1, rows + 1, batch):
-        query(
-            connection,
-            f"update {table} set amount = amount + 1 where id between %s and %s",
-            first,
-            first + batch - 1,
-        )
-    return pgoutput.lsn_number(query(connection, "select pg_current_wal_lsn()::text")[0][0])
 
 
 def bench_floor_start(group: CaptureGroup) -> CaptureGroup:
