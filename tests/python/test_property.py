@@ -162,7 +162,7 @@ def test_random_extract_sequences_match_the_oracle(
     kept = [v.business_date for v in applied_versions(project.spark, f"{name}_state")]
     assert kept == DATES[kept_from:5]
     for business_date in kept:
-        shadowed = as_of_views(project.spark, "hashcdc", business_date, prefix=f"{name}_")
+        shadowed = as_of_views(project.spark, project.schema, business_date, prefix=f"{name}_")
         try:
             as_of = comparable(project.rows(f"select * from {name}_current"))
         finally:
