@@ -31,7 +31,9 @@ from servers import (
 
 # Two dates: the second diffs against a state the cluster wrote (a third adds time, not cases).
 DATES = ["2023-07-01", "2023-07-02"]
-TABLES = {"cl_full": "full", "cl_delta": "delta", "cl_feed": "changes"}
+# A snapshot table and a change feed: the two state macros and the two kinds of stage. A
+# delta table runs the snapshot's models with other SQL only (the local tests cover it).
+TABLES = {"cl_full": "full", "cl_feed": "changes"}
 EXECUTOR_REPORT = re.compile(r"hashcdc: (\d+) of (\d+) executor\(s\) ran tasks on spark://")
 
 
