@@ -113,6 +113,7 @@ class _Part:
     folder: Path
     table: str
     handle: Any
+    tag: str = ""
     events: int = 0
 
 
@@ -122,22 +123,41 @@ class Landing:
     def __init__(self, slot: str, project_dir: Path) -> None:
         self.slot = slot
         self.project_dir = project_dir
-        self.parts: dict[tuple[str, str], _Part] = {}
+        self.parts: dict[tuple[str, str, str], _Part] = {}
         self.bytes = 0
+
+    def _open(self, table: TableConfig, business_date: str, tag: str, mode: str) -> _Part:
+        folder = landing_folder(table, business_date, self.project_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        name = "-".join(
+            part for part in (f"{PART_PREFIX}{self.slot}", str(os.getpid()), tag) if part
+        )
+        handle = (folder / f"{name}{FILE_SUFFIX}").open(
+            mode, encoding=None if "b" in mode else "utf-8"
+        )
+        part = self.parts[(table.name, business_date, tag)] = _Part(folder, table.name, handle, tag)
+        return part
 
     def append(self, table: TableConfig, business_date: str, line: str) -> None:
         """Append one event (a JSON line) to the table's part for the date."""
-        key = (table.name, business_date)
-        part = self.parts.get(key)
+        part = self.parts.get((table.name, business_date, ""))
         if part is None:
-            folder = landing_folder(table, business_date, self.project_dir)
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"{PART_PREFIX}{self.slot}-{os.getpid()}{FILE_SUFFIX}"
-            part = self.parts[key] = _Part(folder, table.name, path.open("w", encoding="utf-8"))
+            part = self._open(table, business_date, "", "w")
         part.handle.write(line)
         part.handle.write("\n")
         part.events += 1
         self.bytes += len(line) + 1
+
+    def bulk_part(self, table: TableConfig, business_date: str, tag: str) -> Any:
+        """A binary part for a bulk of JSON lines (a snapshot's range, written by the server).
+
+        It is landed with the other parts; :meth:`count` records its events.
+        """
+        return self._open(table, business_date, tag, "wb").handle
+
+    def count(self, table: TableConfig, business_date: str, tag: str, events: int) -> None:
+        """Record the events written to a :meth:`bulk_part`."""
+        self.parts[(table.name, business_date, tag)].events += events
 
     @property
     def pending(self) -> bool:
@@ -154,7 +174,8 @@ class Landing:
             part.handle.flush()
             os.fsync(part.handle.fileno())
             part.handle.close()
-            final = part.folder / f"{self.slot}-{name_suffix}{FILE_SUFFIX}"
+            name = "-".join(piece for piece in (self.slot, name_suffix, part.tag) if piece)
+            final = part.folder / f"{name}{FILE_SUFFIX}"
             Path(part.handle.name).replace(final)
             _fsync_folder(part.folder)
             landed.append((part.table, final, part.events))

@@ -17,8 +17,10 @@ offsets are skipped.
 
 from __future__ import annotations
 
+import json
 import select
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from hashcdc.capture import pgoutput
@@ -27,10 +29,13 @@ from hashcdc.capture.envelope import envelope, epoch_ms
 from hashcdc.capture.postgresql_source import (
     connect,
     log_position,
+    page_ranges,
     position_text,
     prerequisite_problems,
     query,
     row_image,
+    snapshot_copy,
+    table_relation,
 )
 from hashcdc.config import TableConfig
 
@@ -129,45 +134,45 @@ class PostgresCapture(LogCapture):
         lsn = pgoutput.lsn_number(consistent_point)
         day = self.begin_snapshot(lsn)
         started = time.monotonic()
+        for table in self.group.tables:
+            self.land_snapshot_table(table, self._snapshot_table(table, snapshot_name, lsn, day))
+        self.end_snapshot(started)
+
+    def _snapshot_table(self, table: TableConfig, snapshot_name: str, lsn: int, day: str) -> int:
+        """Read a table in the slot's snapshot, its page ranges on connections side by side."""
+        with connect(self.group) as connection:
+            relation = table_relation(connection, *qualified_name(table).split(".", 1))
+            ranges = table.source.database.partitions if table.source.database else 1
+            pages = page_ranges(connection, relation, ranges)
+            source = self._source(relation) | {
+                "ts_ms": int(time.time() * 1000),
+                "snapshot": "true",
+                "lsn": lsn,
+                "commit_lsn": lsn,
+            }
+            tail = f',"source":{json.dumps(source)},"op":"r","ts_ms":{source["ts_ms"]}}}'
+            with connection.cursor() as cursor:
+                literal = cursor.mogrify("%s", (tail,)).decode()
+        parts = [self.landing.bulk_part(table, day, f"{i:03d}") for i in range(len(pages))]
+        copies = [snapshot_copy(relation, literal, range_) for range_ in pages]
+        with ThreadPoolExecutor(len(pages)) as pool:
+            counts = list(
+                pool.map(self._copy_in_snapshot, [snapshot_name] * len(pages), copies, parts)
+            )
+        for index, count in enumerate(counts):
+            self.landing.count(table, day, f"{index:03d}", count)
+        return sum(counts)
+
+    def _copy_in_snapshot(self, snapshot_name: str, copy: str, part: Any) -> int:
+        """Run one range's ``COPY`` in the exported snapshot, into its part; its rows."""
         with connect(self.group) as connection:
             connection.autocommit = False
             with connection.cursor() as cursor:
                 cursor.execute("set transaction isolation level repeatable read")
                 cursor.execute("set transaction snapshot %s", (snapshot_name,))
-            for table in self.group.tables:
-                self.land_snapshot_table(table, self._snapshot_table(connection, table, lsn, day))
+                cursor.copy_expert(copy, part)
+                rows = cursor.rowcount
             connection.rollback()
-        self.end_snapshot(started)
-
-    def _snapshot_table(self, connection: Any, table: TableConfig, lsn: int, day: str) -> int:
-        schema, name = qualified_name(table).split(".", 1)
-        columns = query(
-            connection,
-            "select a.attname, a.atttypid, coalesce(a.attnum = any(i.indkey), false) from "
-            "pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on "
-            "n.oid = c.relnamespace left join pg_index i on i.indrelid = c.oid and "
-            "i.indisprimary where n.nspname = %s and c.relname = %s and a.attnum > 0 and "
-            "not a.attisdropped order by a.attnum",
-            schema,
-            name,
-        )
-        relation = pgoutput.Relation(0, schema, name, "d")
-        relation.columns = [pgoutput.Column(c, oid, key) for c, oid, key in columns]
-        selected = ", ".join(f'"{c}"::text' for c, _, _ in columns)
-        source = self._source(relation) | {
-            "ts_ms": int(time.time() * 1000),
-            "snapshot": "true",
-            "lsn": lsn,
-            "commit_lsn": lsn,
-        }
-        rows = 0
-        with connection.cursor(name=f"hashcdc_snapshot_{table.name}") as cursor:
-            cursor.itersize = table.source.database.fetch_size if table.source.database else 10_000
-            cursor.execute(f'select {selected} from "{schema}"."{name}"')
-            for values in cursor:
-                after = row_image(relation, tuple(values))
-                self.landing.append(table, day, envelope(source, "r", None, after))
-                rows += 1
         return rows
 
     # Streaming ----------------------------------------------------------------------

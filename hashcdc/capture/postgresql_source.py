@@ -169,6 +169,89 @@ def json_value(text: Any, type_oid: int) -> Any:
     return text
 
 
+def table_relation(connection: Any, schema: str, name: str) -> pgoutput.Relation:
+    """A table's columns (name, type, whether in the primary key), as the stream's relation."""
+    columns = query(
+        connection,
+        "select a.attname, a.atttypid, coalesce(a.attnum = any(i.indkey), false) from "
+        "pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on "
+        "n.oid = c.relnamespace left join pg_index i on i.indrelid = c.oid and "
+        "i.indisprimary where n.nspname = %s and c.relname = %s and a.attnum > 0 and "
+        "not a.attisdropped order by a.attnum",
+        schema,
+        name,
+    )
+    relation = pgoutput.Relation(0, schema, name, "d")
+    relation.columns = [pgoutput.Column(c, oid, key) for c, oid, key in columns]
+    return relation
+
+
+def json_expression(column: str, type_oid: int) -> str:
+    """The SQL for a column whose ``row_to_json`` value is the one :func:`json_value` gives.
+
+    ``row_to_json`` writes booleans, integers and floats as JSON (NaN and the infinities
+    quoted); every other type goes as its text, as in the stream.
+    """
+    quoted = '"' + column.replace('"', '""') + '"'
+    if type_oid == _BOOLEAN_TYPE or type_oid in _FLOAT_TYPES:
+        return quoted
+    if type_oid in _INTEGER_TYPES:
+        return f"{quoted}::int8"
+    return f"{quoted}::text"
+
+
+# COPY's CSV format with a delimiter and a quote that JSON text never holds raw (the server
+# escapes every control character): each row comes out as its JSON line, unescaped.
+_JSON_LINES = "(format csv, delimiter e'\\x02', quote e'\\x01')"
+
+
+def snapshot_copy(
+    relation: pgoutput.Relation, envelope_tail: str, pages: tuple[int, int | None]
+) -> str:
+    """A ``COPY`` of the table's rows in a range of pages as Debezium ``r`` envelopes.
+
+    The server builds each JSON line; Python only moves the bytes to the landed file.
+
+    ``envelope_tail``: the envelope after ``after`` (a quoted SQL literal); ``pages``: the
+    first page and the page after the last (``None``: to the end).
+    """
+    columns = ", ".join(
+        f'{json_expression(c.name, c.type_oid)} as "{c.name.replace(chr(34), chr(34) * 2)}"'
+        for c in relation.columns
+    )
+    first, end = pages
+    where = f"where ctid >= '({first},0)'::tid"
+    if end is not None:
+        where += f" and ctid < '({end},0)'::tid"
+    rows = f'select {columns} from "{relation.namespace}"."{relation.name}" {where}'
+    head = """'{"before":null,"after":'"""
+    # The row's alias is no column's name (a column named like it would be taken instead).
+    image = "row_to_json(hashcdc_row)::text"
+    lines = f"select {head} || {image} || {envelope_tail} from ({rows}) hashcdc_row"
+    return f"copy ({lines}) to stdout {_JSON_LINES}"
+
+
+def page_ranges(
+    connection: Any, relation: pgoutput.Relation, ranges: int
+) -> list[tuple[int, int | None]]:
+    """The table's pages cut into ``ranges`` ranges of pages.
+
+    PostgreSQL 14 and later scan a ``ctid`` range alone (a TID range scan); before, each
+    range would scan the whole table, so there is one.
+    """
+    (version,) = query(connection, "show server_version_num")[0]
+    (pages,) = query(
+        connection,
+        "select pg_relation_size(format('%%I.%%I', %s, %s)::regclass) "
+        "/ current_setting('block_size')::int",
+        relation.namespace,
+        relation.name,
+    )[0]
+    ranges = max(1, min(ranges, pages)) if int(version) >= 140000 else 1
+    cuts = [pages * i // ranges for i in range(ranges)]
+    return [(cut, end) for cut, end in zip(cuts, [*cuts[1:], None], strict=True)]
+
+
 def row_image(
     relation: pgoutput.Relation, values: tuple[Any, ...] | None, identity_only: bool = False
 ) -> dict[str, Any] | None:

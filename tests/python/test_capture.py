@@ -327,6 +327,71 @@ def _tuple(*values: str | None) -> bytes:
     return out
 
 
+def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
+    orders: Any, postgres: Any
+) -> None:
+    """The snapshot's JSON lines come from the server (``row_to_json`` in a ``COPY``); each
+    value must be the one the stream gives the same text, and the page ranges read side by
+    side must hold every row once."""
+    import io
+
+    import psycopg2
+
+    from hashcdc.capture.postgresql_source import (
+        page_ranges,
+        query,
+        row_image,
+        snapshot_copy,
+        table_relation,
+    )
+
+    name = f"{orders}_types"
+    postgres.psql(
+        f"create table public.{name} (id int primary key, small int2, big int8, o oid, "
+        "n numeric(12,4), r real, d double precision, b boolean, t text, v varchar(10), "
+        "day date, ts timestamp, tz timestamptz, u uuid, raw bytea, j jsonb, i interval); "
+        f"insert into public.{name} values (1, 1, 9007199254740993, 42, 12.5, 1.1, 'NaN', "
+        """true, 'say "hi" \\ back', 'é', '2024-02-29', '2024-01-01 10:00:00.123456', """
+        "'2024-01-01 10:00:00+02', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '\\x00ff', "
+        """'{"a": [1, 2.50]}', '1 day 02:00'), (2, null, null, null, null, null, null, null, """
+        "null, null, null, null, null, null, null, null, null), (3, -32768, -1, 0, -0.0001, "
+        "'-0', '-Infinity', false, e'line\\nbreak\\ttab\\x01ctl', '', '0001-01-01', "
+        "'infinity', '1970-01-01 00:00:00+00', null, '', 'null', '-1 mons'); "
+        f"insert into public.{name} (id, t) select n, repeat('x', 100) from "
+        "generate_series(4, 3000) n",
+        SOURCE_DATABASE,
+    )
+    connection = psycopg2.connect(
+        host="127.0.0.1", port=postgres.port, dbname=SOURCE_DATABASE, user="hashcdc"
+    )
+    connection.autocommit = True
+    try:
+        relation = table_relation(connection, "public", name)
+        texts = ", ".join(f'"{column.name}"::text' for column in relation.columns)
+        streamed = {
+            values[0]: row_image(relation, values)
+            for values in query(connection, f"select {texts} from public.{name}")
+        }
+        tail = connection.cursor().mogrify("%s", (',"op":"r"}',)).decode()
+        ranges = page_ranges(connection, relation, 3)
+        assert len(ranges) == 3 and ranges[0][0] == 0 and ranges[-1][1] is None, ranges
+        snapshot: list[dict[str, Any]] = []
+        for pages in ranges:
+            out = io.BytesIO()
+            with connection.cursor() as cursor:
+                cursor.copy_expert(snapshot_copy(relation, tail, pages), out)
+                assert cursor.rowcount == len(out.getvalue().splitlines()) > 0
+            snapshot += [json.loads(line)["after"] for line in out.getvalue().splitlines()]
+    finally:
+        connection.close()
+    assert sorted(after["id"] for after in snapshot) == list(range(1, 3001))
+    by_id = {after["id"]: after for after in snapshot}
+    for key in (1, 2, 3, 4):
+        assert by_id[key] == streamed[str(key)], key
+    assert by_id[1]["big"] == 9007199254740993 and by_id[1]["d"] == "NaN", by_id[1]
+    assert by_id[3]["t"] == "line\nbreak\ttab\x01ctl", by_id[3]
+
+
 def test_pgoutput_messages_decode() -> None:
     """The protocol's byte layouts, as PostgreSQL documents them, become messages."""
     import datetime as dt
