@@ -20,7 +20,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, ClassVar
 
-from hashcdc.capture.landing import FILE_SUFFIX, Landing, Offsets, landed_position
+from hashcdc.capture.landing import (
+    CONTROL_SUFFIX,
+    FILE_SUFFIX,
+    Landing,
+    Offsets,
+    held_files,
+    held_folder,
+    landed_position,
+    landing_folder,
+    paused_tables,
+    release,
+)
 from hashcdc.capture.snapshot import database_of
 from hashcdc.config import DatabaseSource, TableConfig
 from hashcdc.errors import HashcdcError
@@ -151,7 +162,9 @@ class LogCapture:
         self.options = options
         self.project_dir = project_dir
         self.offsets = Offsets.load(options.state_dir / f"{group.slot}.json", group.slot)
-        self.landing = Landing(group.slot, project_dir)
+        self.landing = Landing(group.slot, project_dir, options.state_dir)
+        self.control = options.state_dir / f"{group.slot}{CONTROL_SUFFIX}"
+        self._control_seen: float | None = None
         self.signalled = False
         self.streaming = False
         # --once: the log's end when the command started.
@@ -185,6 +198,7 @@ class LogCapture:
         while True:
             self.streaming = False
             try:
+                self.apply_control()
                 self.session()
                 return 0
             except ConnectionLostError as exc:
@@ -259,16 +273,59 @@ class LogCapture:
             Path(path).unlink(missing_ok=True)
 
     def remove_uncommitted(self) -> None:
-        """Landed files past the offsets: a roll that did not commit; streamed again."""
+        """Remove landed (or held) files past the offsets: a roll that did not commit.
+
+        Their transactions are streamed again.
+        """
         for table in self.group.tables:
             pattern = str(Path(table.source.path_for("*")))
             if not Path(pattern).is_absolute():
                 pattern = str(self.project_dir / pattern)
-            for found in glob.glob(f"{pattern}/{self.group.slot}-*{FILE_SUFFIX}"):
-                position = landed_position(Path(found), self.group.slot)
-                if position is not None and position > self.offsets.commit_lsn:
-                    self.print(f"removing {found}: landed after the last saved offsets")
-                    Path(found).unlink()
+            held = held_folder(self.options.state_dir, self.group.slot, table.name)
+            for folder in (pattern, f"{held}/*"):
+                for found in glob.glob(f"{folder}/{self.group.slot}-*{FILE_SUFFIX}"):
+                    if not self._committed(Path(found)):
+                        self.print(f"removing {found}: landed after the last saved offsets")
+                        Path(found).unlink()
+
+    def _committed(self, path: Path) -> bool:
+        position = landed_position(path, self.group.slot)
+        return position is None or position <= self.offsets.commit_lsn
+
+    # Pause and resume -----------------------------------------------------------------
+
+    def apply_control(self) -> None:
+        """Take up ``hashcdc capture --pause/--resume`` (at a transaction boundary).
+
+        A paused table's events are held from the next transaction on. A resumed table's
+        held files are released into the landing folder of the current business date,
+        only those the saved offsets commit (a later one is removed and streamed again).
+        """
+        try:
+            seen = self.control.stat().st_mtime
+        except FileNotFoundError:
+            seen = None
+        if seen == self._control_seen and self._control_seen is not None:
+            return
+        self._control_seen = seen
+        paused = frozenset(paused_tables(self.control)) & {t.name for t in self.group.tables}
+        for name in sorted(paused - self.landing.paused):
+            self.print(f"table '{name}' paused: its events are held until it is resumed")
+        self.landing.paused = paused
+        for table in self.group.tables:
+            if table.name in paused:
+                continue
+            held = [
+                path
+                for path in held_files(self.options.state_dir, self.group.slot, table.name)
+                if self._committed(path)
+            ]
+            if held:
+                day = self.day()
+                release(held, landing_folder(table, day, self.project_dir))
+                self.print(
+                    f"table '{table.name}' resumed: {len(held)} held file(s) released into {day}"
+                )
 
     # Streaming ----------------------------------------------------------------------
 
@@ -308,16 +365,16 @@ class LogCapture:
             progress.events += events
             progress.files += 1
             progress.last_commit_time = self.offsets.commit_time
-        if not landed and end_position <= self.offsets.position:
-            return
-        self.offsets.position = max(self.offsets.position, end_position)
-        self.offsets.save()
-        self.confirm()
+        if landed or end_position > self.offsets.position:
+            self.offsets.position = max(self.offsets.position, end_position)
+            self.offsets.save()
+            self.confirm()
         if landed:
             self.print(
                 f"landed {sum(e for _, _, e in landed)} events in {len(landed)} file(s) up to "
                 f"{self.position_text(self.offsets.commit_lsn)}"
             )
+        self.apply_control()
 
     def schema_changed(self, table: TableConfig, source: str, before: list, after: list) -> None:
         """Record and say that a source table's columns changed."""

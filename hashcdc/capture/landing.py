@@ -12,6 +12,7 @@ transaction lands exactly once.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -24,6 +25,8 @@ from hashcdc.hadoop import resolve_location
 
 PART_PREFIX = "_capturing-"
 FILE_SUFFIX = ".json"
+# Beside a capture's offsets: the tables ``hashcdc capture --pause`` paused.
+CONTROL_SUFFIX = ".control.json"
 
 
 def landing_folder(table: TableConfig, business_date: str, project_dir: Path) -> Path:
@@ -118,16 +121,25 @@ class _Part:
 
 
 class Landing:
-    """The open part files of one capture, rolled into landed files at transaction ends."""
+    """The open part files of one capture, rolled into landed files at transaction ends.
 
-    def __init__(self, slot: str, project_dir: Path) -> None:
+    A paused table's parts land in its held folder (:func:`held_folder`) instead of the
+    landing zone; :meth:`release` moves them there when it is resumed.
+    """
+
+    def __init__(self, slot: str, project_dir: Path, state_dir: Path) -> None:
         self.slot = slot
         self.project_dir = project_dir
+        self.state_dir = state_dir
+        self.paused: frozenset[str] = frozenset()
         self.parts: dict[tuple[str, str, str], _Part] = {}
         self.bytes = 0
 
     def _open(self, table: TableConfig, business_date: str, tag: str, mode: str) -> _Part:
-        folder = landing_folder(table, business_date, self.project_dir)
+        if table.name in self.paused:
+            folder = held_folder(self.state_dir, self.slot, table.name) / business_date
+        else:
+            folder = landing_folder(table, business_date, self.project_dir)
         folder.mkdir(parents=True, exist_ok=True)
         name = "-".join(
             part for part in (f"{PART_PREFIX}{self.slot}", str(os.getpid()), tag) if part
@@ -190,6 +202,47 @@ class Landing:
             Path(part.handle.name).unlink(missing_ok=True)
         self.parts.clear()
         self.bytes = 0
+
+
+def paused_tables(control: Path) -> list[str]:
+    """The tables a capture's control file says are paused."""
+    if not control.exists():
+        return []
+    return list(json.loads(control.read_text(encoding="utf-8"))["paused"])
+
+
+def set_paused(control: Path, names: list[str], paused: bool) -> list[str]:
+    """Pause (or resume) tables in a capture's control file; the tables paused after."""
+    now = set(paused_tables(control))
+    now = now | set(names) if paused else now - set(names)
+    write_atomically(control, json.dumps({"paused": sorted(now)}, indent=2) + "\n")
+    return sorted(now)
+
+
+def held_folder(state_dir: Path, slot: str, table_name: str) -> Path:
+    """Where a paused table's landed events wait, one folder per business date."""
+    return state_dir / "held" / slot / table_name
+
+
+def held_files(state_dir: Path, slot: str, table_name: str) -> list[Path]:
+    """A table's held files, oldest business date and position first."""
+    return sorted(held_folder(state_dir, slot, table_name).glob(f"*/*{FILE_SUFFIX}"))
+
+
+def release(held: list[Path], folder: Path) -> None:
+    """Move held files into a landing folder, each in one step, named with their own date.
+
+    The name keeps the file's position and adds the date it was held for (two dates may
+    hold a file of the same position); a run reads every file of its date's folder.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in held:
+        stem = path.name.removesuffix(FILE_SUFFIX)
+        path.replace(folder / f"{stem}-held-{path.parent.name}{FILE_SUFFIX}")
+    _fsync_folder(folder)
+    for emptied in {path.parent for path in held}:
+        with contextlib.suppress(OSError):  # a file past the offsets stays, to be removed
+            emptied.rmdir()
 
 
 def landed_position(path: Path, slot: str) -> int | None:

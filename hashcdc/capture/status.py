@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from hashcdc.capture.landing import Offsets
+from hashcdc.capture.landing import CONTROL_SUFFIX, Offsets, held_files, paused_tables
 from hashcdc.config import TableConfig
 from hashcdc.errors import HashcdcError
 
@@ -46,7 +46,10 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
         source = source_module(members[0].source.database.kind)  # type: ignore[union-attr]
         server = _server_position(members)
         behind = source.distance(server, offsets.position) if isinstance(server, int) else server
+        paused = paused_tables(state_dir / f"{slot}{CONTROL_SUFFIX}")
         for table in members:
+            held = len(held_files(state_dir, slot, table.name))
+            state = "paused" if table.name in paused else "resuming" if held else "capturing"
             progress = offsets.tables.get(table.name)
             committed = progress.last_commit_time if progress else None
             ago = (
@@ -58,6 +61,7 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
                 (
                     table.name,
                     slot,
+                    f"{state}, {held} file(s) held" if held else state,
                     offsets.snapshot or "not yet",
                     source.position_text(offsets.position),
                     behind,
@@ -71,7 +75,7 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
         return None
     out = Table(title="capture")
     headings = (
-        "table", "slot", "snapshot", "landed up to", "behind the server", "last commit",
+        "table", "slot", "state", "snapshot", "landed up to", "behind the server", "last commit",
         "events", "files", "last failure",
     )  # fmt: skip
     for heading in headings:

@@ -7,7 +7,7 @@ import datetime as dt
 import os
 from pathlib import Path
 
-from hashcdc.config import load_table_configs
+from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.errors import HashcdcError
 from hashcdc.project import find_project_dir, spark_session
 
@@ -62,6 +62,31 @@ def _until(text: str | None) -> tuple[int | None, dt.datetime | None]:
     return None, moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
 
 
+def _pause_or_resume(state_dir: Path, tables: list[TableConfig], pause: bool) -> int:
+    """Write the tables' pause (or resume) where their capture takes it up."""
+    from hashcdc.capture.landing import CONTROL_SUFFIX, held_folder, set_paused
+
+    for table in tables:
+        slot = table.source.database.capture_slot  # type: ignore[union-attr]
+        set_paused(state_dir / f"{slot}{CONTROL_SUFFIX}", [table.name], pause)
+        if pause:
+            print(
+                f"hashcdc: table '{table.name}' paused: capture {slot} holds its events in "
+                f"{held_folder(state_dir, slot, table.name)} from its next transaction (a "
+                f"running capture takes this up at its next roll); `hashcdc capture --resume "
+                f"{table.name}` releases them into the business date it resumes on",
+                flush=True,
+            )
+        else:
+            print(
+                f"hashcdc: table '{table.name}' resumed: capture {slot} releases its held "
+                "events into the landing folder of the business date it resumes on (a "
+                "running capture at its next roll, else when it starts)",
+                flush=True,
+            )
+    return 0
+
+
 def cmd_capture(args: argparse.Namespace) -> int:
     """Stream the selected tables' changes from their database's log (or check it)."""
     from hashcdc.capture.base import CaptureOptions, capture_group, source_module
@@ -70,15 +95,18 @@ def cmd_capture(args: argparse.Namespace) -> int:
     os.chdir(project_dir)
     configs = load_table_configs(project_dir / "tables")
     captured = [t for t in configs if t.source.database and t.extract_type == "changes"]
-    if args.select:
+    named = args.pause or args.resume or args.select
+    if named:
         by_name = {table.name: table for table in captured}
-        unknown = [name for name in args.select if name not in by_name]
+        unknown = [name for name in named if name not in by_name]
         if unknown:
             raise HashcdcError(
                 f"not captured tables: {', '.join(unknown)} (captured: extract_type changes "
                 f"with source.database: {', '.join(sorted(by_name)) or 'none'})"
             )
-        captured = [by_name[name] for name in args.select]
+        captured = [by_name[name] for name in named]
+    if args.pause or args.resume:
+        return _pause_or_resume(project_dir / CAPTURE_STATE_DIR, captured, bool(args.pause))
     if not captured:
         raise HashcdcError(
             "no table to capture: give a table extract_type: changes and a source.database "

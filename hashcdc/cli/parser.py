@@ -119,6 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument(
         "--check", action="store_true", help="test the connection and prerequisites, then exit"
     )
+    pausing = capture.add_mutually_exclusive_group()
+    pausing.add_argument(
+        "--pause",
+        nargs="+",
+        metavar="TABLE",
+        help="hold these tables' events (not landed for runs) until --resume, then exit",
+    )
+    pausing.add_argument(
+        "--resume",
+        nargs="+",
+        metavar="TABLE",
+        help="release these tables' held events into the business date capture resumes on",
+    )
     capture.add_argument(
         "--once", action="store_true", help="capture up to the log's end at the start, then exit"
     )

@@ -292,6 +292,39 @@ def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
     _stream_through_a_kill_and_a_server_restart(project, _mariadb_source(mariadb, maria_orders))
 
 
+def test_a_paused_table_is_held_then_released_whole_on_resume(
+    project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--pause keeps a table's events out of the landing zone (the log still advances);
+    --resume releases every one of them, once, into the date capture resumes on."""
+    project.add_table(_config(postgres, orders))
+    root = ["--project-dir", str(project.root)]
+    assert main([*root, "capture", "--once", "--date", FIRST]) == 0
+    assert main([*root, "capture", "--pause", TABLE]) == 0
+    postgres.psql(
+        f"update public.{orders} set item = 'held' where id <= 10; "
+        f"delete from public.{orders} where id = 50",
+        SOURCE_DATABASE,
+    )
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 0
+    assert _landed(project, SECOND) == []
+    capsys.readouterr()
+    assert main([*root, "status"]) == 0
+    status = capsys.readouterr().out
+    assert "paused, 1" in status, status  # one transaction held, in one file
+
+    assert main([*root, "capture", "--resume", TABLE]) == 0
+    postgres.psql(
+        f"insert into public.{orders} (id, item) values (51, 'after the pause')", SOURCE_DATABASE
+    )
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 0
+    events = [json.loads(line) for path in _landed(project, SECOND) for line in path.open()]
+    assert sorted(event["op"] for event in events) == ["c", "d", *["u"] * 10]
+    positions = {(event["source"]["commit_lsn"], event["source"]["lsn"]) for event in events}
+    assert len(positions) == len(events)
+    assert not list((project.root / ".hashcdc" / "capture" / "held").glob("*/*/*/*.json"))
+
+
 def test_check_names_what_to_change(
     project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
