@@ -274,15 +274,16 @@ def _database_rules(raw: dict[str, Any], problems: Problems) -> None:
     if (database.get("table") is None) == (database.get("query") is None):
         problems.add("source.database", "give exactly one of table and query")
     partitions = database.get("partitions", 1)
+    fmt = source.get("format", "csv")
+    if raw.get("extract_type") == "changes":
+        _captured_rules(raw, database, fmt, problems)
+        return
     if isinstance(partitions, int) and partitions > 1 and database.get("partition_column") is None:
         problems.add(
             "source.database.partitions",
             "parallel reads split the range of a column: give partition_column too",
         )
-    fmt = source.get("format", "csv")
-    if raw.get("extract_type") == "changes":
-        _captured_rules(raw, database, fmt, problems)
-    elif database.get("kind") == "mariadb":
+    if database.get("kind") == "mariadb":
         problems.add(
             "source.database.kind",
             "`hashcdc extract` reads postgresql; a mariadb table is captured from its binary "
