@@ -11,7 +11,10 @@ slot and publication of its own), in a scratch project, and drops them at the en
   (transactions of 1,000 rows) while ``hashcdc capture`` runs as its own process: events
   per second from the first commit to the last event landed, and the lag of the last
   commit (its commit to its file landed); for PostgreSQL, beside it, ``pg_recvlogical``
-  decoding the same changes from a slot of its own (the server's own floor).
+  decoding the same changes from a slot of its own (the server's own floor);
+* **sustained**: then updates at a steady :data:`SUSTAINED_RATE` a second (a 1,000-row
+  transaction every 0.1 s) for :data:`SUSTAINED_SECONDS`: each transaction's lag, from its
+  commit to the offsets that count its events landed (median and worst).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import ModuleType
@@ -35,6 +39,8 @@ from hashcdc.config import TableConfig, load_table_configs
 
 BENCH_TABLE = "hashcdc_bench_events"
 BATCH_ROWS = 1_000
+SUSTAINED_RATE = 10_000  # row events a second: the issue's streaming target
+SUSTAINED_SECONDS = 30.0
 
 
 def _config(table: TableConfig, slot: str) -> dict[str, Any]:
@@ -86,6 +92,52 @@ def _update_every_row(database: ModuleType, connection: Any, rows: int) -> int:
     return int(database.log_position(connection))
 
 
+def _sustained(database: ModuleType, group: Any, work: Path, rows: int) -> dict[str, Any]:
+    """Commit SUSTAINED_RATE row updates a second while capture runs; each one's lag."""
+    landed: list[tuple[float, int]] = []
+    watching = threading.Event()
+
+    def watch() -> None:
+        while not watching.is_set():
+            landed.append((time.monotonic(), _landed_events(work)))
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    commits: list[tuple[float, int]] = []
+    total = _landed_events(work)
+    interval = BATCH_ROWS / SUSTAINED_RATE
+    with database.connect(group) as connection:
+        started = time.monotonic()
+        for index in range(int(SUSTAINED_SECONDS / interval)):
+            time.sleep(max(0.0, started + index * interval - time.monotonic()))
+            first = (index * BATCH_ROWS) % rows + 1
+            last = min(first + BATCH_ROWS - 1, rows)
+            database.query(
+                connection,
+                f"update {BENCH_TABLE} set amount = amount + 1 where id between %s and %s",
+                first,
+                last,
+            )
+            total += last - first + 1
+            commits.append((time.monotonic(), total))
+    while _landed_events(work) < total:
+        time.sleep(0.05)
+    watching.set()
+    watcher.join()
+    landed.append((time.monotonic(), _landed_events(work)))
+    lags = sorted(
+        next(moment for moment, count in landed if moment >= at and count >= target) - at
+        for at, target in commits
+    )
+    committed = commits[-1][1] - commits[0][1] + BATCH_ROWS
+    return {
+        "sustained_rate": round(committed / (commits[-1][0] - started)),
+        "sustained_lag_p50_s": round(lags[len(lags) // 2], 2),
+        "sustained_lag_max_s": round(lags[-1], 2),
+    }
+
+
 def run(project_dir: Path, table_name: str, rows: int) -> dict[str, Any]:
     """Measure snapshot and streaming rates for the database of ``table_name``."""
     tables = {t.name: t for t in load_table_configs(project_dir / "tables")}
@@ -126,6 +178,7 @@ def run(project_dir: Path, table_name: str, rows: int) -> dict[str, Any]:
             landed = time.monotonic()
             if floor is not None:
                 figures["pg_recvlogical_s"] = round(database.bench_floor_wait(floor, end), 2)
+            figures |= _sustained(database, group, work, rows)
         finally:
             streaming.terminate()
             streaming.wait(timeout=60)
