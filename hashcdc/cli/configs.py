@@ -21,9 +21,14 @@ from hashcdc.project import (
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    """Print the JSON Schema of tables/<name>.yml (for editors and other tools)."""
+    """Print the JSON Schema of tables/<name>.yml (for editors and other tools).
+
+    Built from the registries, so a type or input format registered at run time shows.
+    """
+    from hashcdc.registries import schema_with_registries
+
     del args
-    print(json.dumps(SCHEMA, indent=2, ensure_ascii=False))
+    print(json.dumps(schema_with_registries(SCHEMA), indent=2, ensure_ascii=False))
     return 0
 
 

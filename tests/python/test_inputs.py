@@ -73,7 +73,16 @@ def test_an_unregistered_format_is_refused_naming_the_registered_ones() -> None:
     ) in problems
 
 
-def test_a_registered_format_validates_and_follows_its_reader(json_rows: Reader) -> None:
+def test_a_registered_format_validates_and_follows_its_reader(
+    json_rows: Reader, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from hashcdc.cli import main
+
+    assert main(["schema"]) == 0  # `hashcdc schema` names it for editors
+    schema = json.loads(capsys.readouterr().out)
+    assert "json_rows" in schema["$defs"]["source"]["properties"]["format"]["enum"]
     config, problems = parse_table_config(CONFIG, "tables/json_rows_table.yml")
     assert problems == [] and config is not None
     assert inputs.reader_for(config.source.format) is json_rows
