@@ -307,6 +307,19 @@ def _captured_rules(
         )
     if database.get("query") is not None:
         problems.add("source.database.query", "a log is captured per table: give table")
+    partitions = database.get("partitions", 1)
+    if database.get("kind") == "mariadb" and isinstance(partitions, int) and partitions > 1:
+        problems.add(
+            "source.database.partitions",
+            "a mariadb snapshot is read on one connection (its consistent snapshot cannot be "
+            "shared): remove partitions",
+        )
+    if database.get("partition_column") is not None:
+        problems.add(
+            "source.database.partition_column",
+            "a captured snapshot is read in ranges of pages: remove partition_column (set "
+            "partitions for parallel reads)",
+        )
     changes = raw.get("changes")
     sequence = changes.get("sequence_by") if isinstance(changes, dict) else None
     fields = [f.get("field") if isinstance(f, dict) else f for f in as_names(sequence)]

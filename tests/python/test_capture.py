@@ -481,6 +481,14 @@ def test_a_captured_table_is_checked_with_the_config() -> None:
     _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
     assert any("lands Debezium envelopes: set format: debezium" in p for p in problems)
     assert any("sequence_by: [source.commit_lsn, source.lsn]" in p for p in problems)
+    # The snapshot's parallel reads: page ranges of a PostgreSQL table; none for MariaDB.
+    config = _config(_Server(), "orders")
+    config["source"]["database"]["partitions"] = 4
+    assert parse_table_config(config, f"tables/{TABLE}.yml")[1] == []
+    config["source"]["database"].update(kind="mariadb", partition_column="id")
+    _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
+    assert any("read on one connection" in p and "remove partitions" in p for p in problems)
+    assert any("remove partition_column" in p for p in problems)
 
 
 def test_a_dropped_slot_stops_with_the_way_back(
