@@ -375,7 +375,7 @@ def test_narrowing_is_refused_and_a_killed_rewrite_is_finished(project: Any, cap
     capsys.readouterr()
     assert cli(project, "run", "--date", DATES[1], "--select", name) != 0
     out = capsys.readouterr().out
-    assert f"hashcdc.{name}_state: column 'qty': bigint to int narrows the column" in out
+    assert f"{project.schema}.{name}_state: column 'qty': bigint to int narrows the column" in out
     assert "Add a new column instead" in out and "nothing was written" in out
     assert column_types(project, f"{name}_state")["qty"] == "bigint"
     assert [a.business_date for a in applied_versions(project.spark, f"{name}_state")] == [DATES[0]]
@@ -383,7 +383,7 @@ def test_narrowing_is_refused_and_a_killed_rewrite_is_finished(project: Any, cap
     # A run killed while rewriting the history for a widening: the history renamed aside
     # and its copy complete; and a partial copy of the changelog. The next run finishes
     # both (the state, a Delta table, is rewritten in one commit).
-    history, changelog = f"hashcdc.{name}_history", f"hashcdc.{name}_changelog"
+    history, changelog = f"{project.schema}.{name}_history", f"{project.schema}.{name}_changelog"
     spark = project.spark
     spark.sql(f"alter table {history} rename to {history}__hashcdc_retired")
     spark.sql(
@@ -405,7 +405,7 @@ def test_narrowing_is_refused_and_a_killed_rewrite_is_finished(project: Any, cap
         "_history__hashcdc_rewrite",
         "_changelog__hashcdc_rewrite",
     ):
-        assert not spark.catalog.tableExists(f"hashcdc.{name}{leftover}")
+        assert not spark.catalog.tableExists(f"{project.schema}.{name}{leftover}")
     assert column_types(project, f"{name}_state")["id"] == "bigint"
     assert counts(project, name, DATES[1]) == {"N": 2}
     assert counts(project, name, DATES[0]) == {"I": 2}
