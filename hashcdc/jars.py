@@ -45,8 +45,9 @@ class MavenJar:
 RUNTIME_JARS = (
     MavenJar("io.delta", "delta-spark_2.13", "4.0.0"),
     MavenJar("io.delta", "delta-storage", "4.0.0"),
-    # `hashcdc extract` reads PostgreSQL tables through Spark's JDBC source.
+    # `hashcdc extract` reads PostgreSQL and MariaDB tables through Spark's JDBC source.
     MavenJar("org.postgresql", "postgresql", "42.7.14"),
+    MavenJar("org.mariadb.jdbc", "mariadb-java-client", "3.5.6"),
 )
 # Only `hashcdc bench --formats` loads it: the measurement behind the choice of format.
 ICEBERG_JAR = MavenJar("org.apache.iceberg", "iceberg-spark-runtime-4.0_2.13", "1.10.0")

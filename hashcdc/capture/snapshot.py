@@ -6,7 +6,8 @@ the date's ``source.path``, then moved there in one step: a run never sees a hal
 extract. Credentials come from the environment variables the config names, never from the
 config, the logs or the audit.
 
-PostgreSQL reads in parallel (``partition_column``, ``partitions``: ranges of the column,
+MariaDB is read on one connection, in one statement (a consistent read). PostgreSQL reads
+in parallel (``partition_column``, ``partitions``: ranges of the column,
 one connection each) from one consistent snapshot: a connection the driver holds exports
 its repeatable-read snapshot (``pg_export_snapshot()``), the range bounds are read in it,
 and every reading connection starts its transaction in it (``SET TRANSACTION SNAPSHOT``)
@@ -28,8 +29,12 @@ from hashcdc.extract import resolve_source_path
 from hashcdc.hadoop import HadoopFiles
 from hashcdc.inputs.csv import spark_csv_options
 
-DEFAULT_PORTS = {"postgresql": 5432}
-DRIVERS = {"postgresql": "org.postgresql.Driver"}
+DEFAULT_PORTS = {"postgresql": 5432, "mariadb": 3306}
+DRIVERS = {"postgresql": "org.postgresql.Driver", "mariadb": "org.mariadb.jdbc.Driver"}
+# MariaDB's driver, reached by the jdbc:mysql scheme, so that Spark reads it with its MySQL
+# dialect (its types and its quoting: Spark 4.0 has no dialect for jdbc:mariadb).
+URL_SCHEMES = {"postgresql": "postgresql", "mariadb": "mysql"}
+URL_OPTIONS = {"postgresql": "", "mariadb": "?permitMysqlScheme"}
 # The name the selected columns' subquery takes in the reading query.
 SOURCE_ALIAS = "hashcdc_source"
 
@@ -55,7 +60,8 @@ def java_message(error: Exception) -> str:
 def jdbc_url(database: DatabaseSource) -> str:
     """The JDBC URL of a database source."""
     port = database.port or DEFAULT_PORTS[database.kind]
-    return f"jdbc:{database.kind}://{database.host}:{port}/{database.database}"
+    where = f"{database.host}:{port}/{database.database}"
+    return f"jdbc:{URL_SCHEMES[database.kind]}://{where}{URL_OPTIONS[database.kind]}"
 
 
 def _environment(table: TableConfig, variable: str, field: str, what: str) -> str:
@@ -95,8 +101,9 @@ def database_of(table: TableConfig) -> DatabaseSource:
     return table.source.database
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+def _quoted(name: str, kind: str = "postgresql") -> str:
+    quote = "`" if kind == "mariadb" else '"'
+    return quote + name.replace(quote, quote * 2) + quote
 
 
 def source_relation(table: TableConfig) -> str:
@@ -104,7 +111,7 @@ def source_relation(table: TableConfig) -> str:
     database = database_of(table)
     if database.query:
         return f"({database.query}) as {SOURCE_ALIAS}"
-    columns = ", ".join(_quoted(column.source_field) for column in table.columns)
+    columns = ", ".join(_quoted(column.source_field, database.kind) for column in table.columns)
     return f"(select {columns} from {database.table}) as {SOURCE_ALIAS}"
 
 
@@ -149,14 +156,24 @@ class _ExportedSnapshot:
             self.connection.close()
 
 
-def read_snapshot(spark: SparkSession, table: TableConfig) -> tuple[DataFrame, _ExportedSnapshot]:
+def read_snapshot(
+    spark: SparkSession, table: TableConfig
+) -> tuple[DataFrame, _ExportedSnapshot | None]:
     """The table's rows as one consistent snapshot, and the connection that holds it open.
 
     Close the snapshot once the rows are written (the readers join it when they start).
+    MariaDB's rows are one statement on one connection (a consistent read of InnoDB; its
+    snapshot cannot be shared, so the config refuses parallel reads): nothing to hold.
     """
     database = database_of(table)
     url = jdbc_url(database)
     properties = connection_properties(table)
+    if database.kind != "postgresql":
+        reader = spark.read.format("jdbc").option("url", url)
+        reader = reader.option("dbtable", source_relation(table))
+        return reader.option("fetchsize", str(database.fetch_size)).options(
+            **properties
+        ).load(), None
     snapshot = _ExportedSnapshot(spark, url, properties)
     try:
         begin = (
@@ -227,7 +244,8 @@ def land_snapshot(
         else:
             writer.options(**spark_csv_options(table)).csv(landing)
     finally:
-        snapshot.close()
+        if snapshot is not None:
+            snapshot.close()
     rows = _landed_rows(spark, table, landing)
     if files.exists(target):
         replaced = f"{target}.__replaced_{os.getpid()}"

@@ -278,18 +278,18 @@ def _database_rules(raw: dict[str, Any], problems: Problems) -> None:
     if raw.get("extract_type") == "changes":
         _captured_rules(raw, database, fmt, problems)
         return
-    if isinstance(partitions, int) and partitions > 1 and database.get("partition_column") is None:
+    if database.get("kind") == "mariadb" and isinstance(partitions, int) and partitions > 1:
+        problems.add(
+            "source.database.partitions",
+            "a mariadb table is read on one connection (its consistent snapshot cannot be "
+            "shared between connections): remove partitions",
+        )
+    elif isinstance(partitions, int) and partitions > 1 and not database.get("partition_column"):
         problems.add(
             "source.database.partitions",
             "parallel reads split the range of a column: give partition_column too",
         )
-    if database.get("kind") == "mariadb":
-        problems.add(
-            "source.database.kind",
-            "`hashcdc extract` reads postgresql; a mariadb table is captured from its binary "
-            "log: extract_type: changes, format: debezium",
-        )
-    elif fmt not in LANDED_FORMATS:
+    if fmt not in LANDED_FORMATS:
         problems.add(
             "source.format",
             f"a database table is landed as {' or '.join(LANDED_FORMATS)}, not {fmt}",

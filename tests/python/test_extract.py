@@ -103,6 +103,40 @@ def test_snapshots_land_as_extracts_and_run(
     assert _extract(project, "2024-01-02", "--replace") == 0
 
 
+def test_a_mariadb_table_lands_as_an_extract_and_runs(
+    project: Any, mariadb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MariaDB through its JDBC driver (Spark's MySQL dialect): one consistent read."""
+    name = f"customers_{uuid.uuid4().hex[:8]}"
+    mariadb.sql(f"create database if not exists {SOURCE_DATABASE}")
+    mariadb.sql(
+        f"create table {name} (id int primary key, name text, balance decimal(12,2), "
+        f"born date, vip boolean); insert into {name} values (1, 'Ann', 10.50, '1990-01-02', "
+        "1), (2, 'Bob', null, null, 0), (3, 'Cy', 3.00, '1985-05-05', null)",
+        SOURCE_DATABASE,
+    )
+    monkeypatch.setenv("SHOP_USER", "hashcdc")
+    config = _config(mariadb, name)
+    database = config["source"]["database"]
+    del database["partition_column"], database["partitions"]
+    database.update(kind="mariadb", table=name)
+    config["columns"].append({"name": "vip", "type": "boolean"})
+    project.add_table(config)
+    assert _extract(project, "2024-01-01") == 0
+    outcome = project.build("2024-01-01", TABLE)
+    assert outcome.success, outcome.text
+    current = project.rows(
+        f"select customer_id, name, cast(balance as string) as balance, born, vip "
+        f"from {TABLE}_current"
+    )
+    assert {row["customer_id"]: (row["name"], row["balance"], str(row["born"]), row["vip"])
+            for row in current} == {
+        1: ("Ann", "10.50", "1990-01-02", True),
+        2: ("Bob", None, "None", False),
+        3: ("Cy", "3.00", "1985-05-05", None),
+    }  # fmt: skip
+
+
 def test_the_parallel_reads_share_one_snapshot(project: Any, postgres: Any, shop: str) -> None:
     """A change committed after the snapshot is taken is not in the rows, whichever range."""
     from hashcdc.capture.snapshot import read_snapshot
@@ -152,3 +186,7 @@ def test_a_database_source_is_checked_with_the_config() -> None:
     assert f"tables/{TABLE}.yml: source.database: give exactly one of table and query" in problems
     assert any("parallel reads split the range of a column" in p for p in problems)
     assert any("landed as parquet or csv, not debezium" in p for p in problems)
+    config["source"] = {**config["source"], "format": "parquet"}
+    config["source"]["database"] = {**database, "kind": "mariadb"}
+    _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
+    assert any("read on one connection" in p and "remove partitions" in p for p in problems)
