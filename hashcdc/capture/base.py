@@ -31,10 +31,14 @@ from hashcdc.capture.landing import (
     landing_folder,
     paused_tables,
     release,
+    write_atomically,
 )
 from hashcdc.capture.snapshot import database_of
 from hashcdc.config import DatabaseSource, TableConfig
 from hashcdc.errors import HashcdcError
+
+# The name of the empty file that says a date had no change for a table.
+QUIET_NAME = "no-changes"
 
 
 class CaptureError(HashcdcError):
@@ -200,6 +204,7 @@ class LogCapture:
             try:
                 self.apply_control()
                 self.session()
+                self.land_quiet_date()
                 return 0
             except ConnectionLostError as exc:
                 self.landing.discard()
@@ -291,6 +296,22 @@ class LogCapture:
     def _committed(self, path: Path) -> bool:
         position = landed_position(path, self.group.slot)
         return position is None or position <= self.offsets.commit_lsn
+
+    def land_quiet_date(self) -> None:
+        """With ``--date D``: give each table nothing landed for in D an empty file.
+
+        D then has an extract, and its run applies no change instead of stopping for a
+        missing extract. A paused table gets none (its events are held).
+        """
+        day = self.options.business_date
+        if day is None:
+            return
+        for table in self.group.tables:
+            folder = landing_folder(table, day, self.project_dir)
+            landed = [path for path in folder.glob(f"*{FILE_SUFFIX}") if path.name[0] not in "._"]
+            if table.name not in self.landing.paused and not landed:
+                write_atomically(folder / f"{self.group.slot}-{QUIET_NAME}{FILE_SUFFIX}", "")
+                self.print(f"table '{table.name}': no change for {day}: an empty file landed")
 
     # Pause and resume -----------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from hashcdc.cli import main
 SOURCE_DATABASE = "shop"
 TABLE = "captured_orders"
 MARIADB_TABLE = "captured_maria_orders"  # its own: both run dates 1 and 2 in one warehouse
-FIRST, SECOND = "2024-01-01", "2024-01-02"
+FIRST, SECOND, QUIET = "2024-01-01", "2024-01-02", "2024-01-03"
 LARGE_TRANSACTION_ROWS = 20_000
 
 
@@ -267,6 +267,13 @@ def _stream_through_a_kill_and_a_server_restart(project: Any, source: Source) ->
         )
     }
     assert applied == source.committed()
+
+    # A date without a change lands an empty file: its run applies nothing, stops for none.
+    assert main([*root, "capture", "--once", "--date", QUIET]) == 0
+    assert [path.stat().st_size for path in _landed(project, QUIET, lake)] == [0]
+    outcome = project.build(QUIET, lake)
+    assert outcome.success, outcome.text
+    assert _lake_rows(project, lake) == source.rows()
 
 
 def test_postgresql_snapshot_then_stream_through_a_kill_and_a_server_restart(
