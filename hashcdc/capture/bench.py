@@ -80,15 +80,20 @@ def _landed_events(work: Path) -> int:
     return int(tables.get(BENCH_TABLE, {}).get("events", 0))
 
 
+def _update_range(database: ModuleType, connection: Any, first: int, last: int) -> None:
+    """Update the rows of ids ``first``..``last`` in one transaction."""
+    database.query(
+        connection,
+        f"update {BENCH_TABLE} set amount = amount + 1 where id between %s and %s",
+        first,
+        last,
+    )
+
+
 def _update_every_row(database: ModuleType, connection: Any, rows: int) -> int:
     """Update every row once, BATCH_ROWS rows per transaction; the log's end after."""
     for first in range(1, rows + 1, BATCH_ROWS):
-        database.query(
-            connection,
-            f"update {BENCH_TABLE} set amount = amount + 1 where id between %s and %s",
-            first,
-            first + BATCH_ROWS - 1,
-        )
+        _update_range(database, connection, first, first + BATCH_ROWS - 1)
     return int(database.log_position(connection))
 
 
@@ -113,12 +118,7 @@ def _sustained(database: ModuleType, group: Any, work: Path, rows: int) -> dict[
             time.sleep(max(0.0, started + index * interval - time.monotonic()))
             first = (index * BATCH_ROWS) % rows + 1
             last = min(first + BATCH_ROWS - 1, rows)
-            database.query(
-                connection,
-                f"update {BENCH_TABLE} set amount = amount + 1 where id between %s and %s",
-                first,
-                last,
-            )
+            _update_range(database, connection, first, last)
             total += last - first + 1
             commits.append((time.monotonic(), total))
     while _landed_events(work) < total:
