@@ -274,17 +274,18 @@ def _database_rules(raw: dict[str, Any], problems: Problems) -> None:
     if (database.get("table") is None) == (database.get("query") is None):
         problems.add("source.database", "give exactly one of table and query")
     partitions = database.get("partitions", 1)
-    fmt = source.get("format", "csv")
-    if raw.get("extract_type") == "changes":
-        _captured_rules(raw, database, fmt, problems)
-        return
-    if database.get("kind") == "mariadb" and isinstance(partitions, int) and partitions > 1:
+    parallel = isinstance(partitions, int) and partitions > 1
+    if database.get("kind") == "mariadb" and parallel:
         problems.add(
             "source.database.partitions",
             "a mariadb table is read on one connection (its consistent snapshot cannot be "
             "shared between connections): remove partitions",
         )
-    elif isinstance(partitions, int) and partitions > 1 and not database.get("partition_column"):
+    fmt = source.get("format", "csv")
+    if raw.get("extract_type") == "changes":
+        _captured_rules(raw, database, fmt, problems)
+        return
+    if parallel and database.get("kind") != "mariadb" and not database.get("partition_column"):
         problems.add(
             "source.database.partitions",
             "parallel reads split the range of a column: give partition_column too",
@@ -307,13 +308,6 @@ def _captured_rules(
         )
     if database.get("query") is not None:
         problems.add("source.database.query", "a log is captured per table: give table")
-    partitions = database.get("partitions", 1)
-    if database.get("kind") == "mariadb" and isinstance(partitions, int) and partitions > 1:
-        problems.add(
-            "source.database.partitions",
-            "a mariadb snapshot is read on one connection (its consistent snapshot cannot be "
-            "shared): remove partitions",
-        )
     if database.get("partition_column") is not None:
         problems.add(
             "source.database.partition_column",
