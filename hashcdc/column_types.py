@@ -61,6 +61,9 @@ class ColumnType:
     lowest : int or str or None
         The value a sequence field of this type takes when an event lacks it
         (``missing: lowest``); None: not allowed as such a field.
+    database_names : tuple of str
+        How PostgreSQL and MariaDB/MySQL catalogs name the type (without its length or
+        precision): a captured table's schema-change event is read through them.
 
     """
 
@@ -72,6 +75,7 @@ class ColumnType:
     widens_to: tuple[str, ...] = ()
     connector_decoded: bool = False
     lowest: int | str | None = None
+    database_names: tuple[str, ...] = ()
 
     @property
     def spelling(self) -> str:
@@ -88,32 +92,115 @@ TYPES: tuple[ColumnType, ...] = (
         aliases=("str", "varchar", "text"),
         connector_decoded=True,
         lowest="",
+        database_names=(
+            "text",
+            "character varying",
+            "varchar",
+            "character",
+            "char",
+            "bpchar",
+            "name",
+            "citext",
+            "uuid",
+            "json",
+            "jsonb",
+            "xml",
+            "tinytext",
+            "mediumtext",
+            "longtext",
+            "enum",
+            "set",
+            "time",
+            "time without time zone",
+            "time with time zone",
+            "interval",
+        ),  # fmt: skip
     ),
-    ColumnType("tinyint", Family.INTEGER, _INTEGER_FORM, ("byte",), width=1, lowest=-(2**7)),
-    ColumnType("smallint", Family.INTEGER, _INTEGER_FORM, ("short",), width=2, lowest=-(2**15)),
-    ColumnType("int", Family.INTEGER, _INTEGER_FORM, ("integer",), width=4, lowest=-(2**31)),
-    ColumnType("bigint", Family.INTEGER, _INTEGER_FORM, ("long",), width=8, lowest=-(2**63)),
     ColumnType(
-        "float", Family.FLOATING, "the 64 bits of the value as a double", ("real",), width=4
+        "tinyint",
+        Family.INTEGER,
+        _INTEGER_FORM,
+        ("byte",),
+        width=1,
+        lowest=-(2**7),
+        database_names=("tinyint",),
     ),
-    ColumnType("double", Family.FLOATING, "its 64 bits (`-0.0` as `0.0`, one NaN)", (), width=8),
+    ColumnType(
+        "smallint",
+        Family.INTEGER,
+        _INTEGER_FORM,
+        ("short",),
+        width=2,
+        lowest=-(2**15),
+        database_names=("smallint", "int2", "year"),
+    ),
+    ColumnType(
+        "int",
+        Family.INTEGER,
+        _INTEGER_FORM,
+        ("integer",),
+        width=4,
+        lowest=-(2**31),
+        database_names=("integer", "int", "int4", "mediumint"),
+    ),
+    ColumnType(
+        "bigint",
+        Family.INTEGER,
+        _INTEGER_FORM,
+        ("long",),
+        width=8,
+        lowest=-(2**63),
+        database_names=("bigint", "int8", "oid"),
+    ),
+    ColumnType(
+        "float",
+        Family.FLOATING,
+        "the 64 bits of the value as a double",
+        ("real",),
+        width=4,
+        database_names=("real", "float4", "float"),
+    ),
+    ColumnType(
+        "double",
+        Family.FLOATING,
+        "its 64 bits (`-0.0` as `0.0`, one NaN)",
+        (),
+        width=8,
+        database_names=("double precision", "float8", "double"),
+    ),
     ColumnType(
         "decimal",
         Family.DECIMAL,
         "plain decimal text without trailing zeros (`1.50` as `1.5`)",
         connector_decoded=True,
+        database_names=("numeric", "decimal"),
     ),
-    ColumnType("boolean", Family.BOOLEAN, "1 or 0", ("bool",)),
+    ColumnType("boolean", Family.BOOLEAN, "1 or 0", ("bool",), database_names=("boolean", "bool")),
     ColumnType(
         "date",
         Family.DATE,
         "days since 1970-01-01",
         widens_to=("timestamp",),
         connector_decoded=True,
+        database_names=("date",),
     ),
     ColumnType(
-        "timestamp", Family.TIMESTAMP, "microseconds since the epoch, UTC", connector_decoded=True
+        "timestamp",
+        Family.TIMESTAMP,
+        "microseconds since the epoch, UTC",
+        connector_decoded=True,
+        database_names=(
+            "timestamp without time zone",
+            "timestamp with time zone",
+            "timestamp",
+            "datetime",
+            "timestamptz",
+        ),  # fmt: skip
     ),
+)
+# A database's type as its catalog writes it: the name, its (precision, scale), the rest.
+_DATABASE_TYPE = re.compile(
+    r"^\s*([a-z][a-z0-9 ]*[a-z0-9]|[a-z])\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*(.*)$"
 )
 DECIMAL_PATTERN = re.compile(r"^decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 # The precision of a bare `decimal` (Spark's default).
@@ -151,6 +238,33 @@ class TypeRegistry:
             if 1 <= precision <= 38 and scale <= precision:
                 return f"decimal({precision},{scale})"
         return None
+
+    def from_database(self, type_text: str) -> str | None:
+        """The canonical type of a database column (``numeric(12,2)``, ``varchar(20)``).
+
+        None when no registered type holds it (arrays, geometry, ``bytea``, a ``numeric``
+        without precision, which holds any number of digits).
+        """
+        match = _DATABASE_TYPE.match(type_text.lower())
+        if match is None:
+            return None
+        name, precision, scale, rest = match.groups()
+        for flag in (" zerofill", " unsigned"):  # MariaDB's flags after a bare name
+            if name.endswith(flag):
+                name, rest = name.removesuffix(flag), f"{flag.strip()} {rest}"
+        if rest.strip() not in ("", "unsigned", "zerofill", "unsigned zerofill"):
+            # timestamp(3) with time zone: the name goes on after the precision.
+            name = f"{name} {rest.strip()}" if not rest.startswith("[") else "array"
+        found = next((t for t in self.types if name in t.database_names), None)
+        if found is None:
+            return None
+        if found.family is Family.DECIMAL:
+            return self.normalize(f"decimal({precision},{scale or 0})") if precision else None
+        if found.family is Family.INTEGER and "unsigned" in rest and found.width < 8:
+            # An unsigned integer needs the next width up (MariaDB).
+            wider = [t for t in self.types if _widens_within_family(found, t)]
+            return min(wider, key=_width).name
+        return found.name
 
     def get(self, name: str) -> ColumnType:
         """The registered type of a canonical type name (``decimal(12,2)`` included)."""
@@ -218,8 +332,9 @@ class TypeRegistry:
     def markdown_table(self) -> str:
         """The docs' table of the column types (docs/schema-evolution.md)."""
         lines = [
-            "| type | aliases | hashed as | widens to | decoded from a connector's logical type |",
-            "| --- | --- | --- | --- | --- |",
+            "| type | aliases | hashed as | widens to | decoded from a connector's logical type "
+            "| a captured database's types |",
+            "| --- | --- | --- | --- | --- | --- |",
         ]
         for t in self.types:
             aliases = ", ".join(f"`{alias}`" for alias in t.aliases) or "—"
@@ -228,7 +343,10 @@ class TypeRegistry:
             else:
                 widens = ", ".join(f"`{name}`" for name in self.wider(t)) or "—"
             decoded = "yes" if t.connector_decoded else "no"
-            lines.append(f"| `{t.spelling}` | {aliases} | {t.hash_form} | {widens} | {decoded} |")
+            spelled = ", ".join(f"`{name}`" for name in t.database_names) or "—"
+            lines.append(
+                f"| `{t.spelling}` | {aliases} | {t.hash_form} | {widens} | {decoded} | {spelled} |"
+            )
         return "\n".join(lines) + "\n"
 
 
@@ -245,6 +363,7 @@ normalize_type = REGISTRY.normalize
 column_type = REGISTRY.get
 type_change_problem = REGISTRY.change_problem
 type_names = REGISTRY.names
+from_database_type = REGISTRY.from_database
 lowest_sequence_types = REGISTRY.lowest_sequence_types
 
 

@@ -71,6 +71,26 @@ class HadoopFiles:
                 files.append(status.getPath().toString())
         return sorted(files)
 
+    def files_named(self, folder: str, prefix: str) -> list[str]:
+        """The files of a folder whose names start with ``prefix`` (hidden ones too), sorted."""
+        path = self.path(folder)
+        fs = self.filesystem(path)
+        if not fs.exists(path):
+            return []
+        return sorted(
+            child.getPath().toString()
+            for child in fs.listStatus(path)
+            if child.isFile() and child.getPath().getName().startswith(prefix)
+        )
+
+    def read_text(self, file: str) -> str:
+        """A small file's whole text (UTF-8)."""
+        stream = self._open(file)
+        try:
+            return bytes(stream.readAllBytes()).decode("utf-8")
+        finally:
+            stream.close()
+
     def exists(self, location: str) -> bool:
         """Whether a file or folder is there."""
         path = self.path(location)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import glob
 import importlib
+import itertools
 import signal
 import time
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any, ClassVar
 from hashcdc.capture.landing import (
     CONTROL_SUFFIX,
     FILE_SUFFIX,
+    SCHEMA_TAG,
     Landing,
     Offsets,
     held_files,
@@ -36,6 +38,13 @@ from hashcdc.capture.landing import (
 from hashcdc.capture.snapshot import database_of
 from hashcdc.config import DatabaseSource, TableConfig
 from hashcdc.errors import HashcdcError
+from hashcdc.schema_changes import (
+    SCHEMA_FILE_PREFIX,
+    TABLE_RENAMED,
+    SourceColumn,
+    column_changes,
+    schema_change_event,
+)
 
 # The name of the empty file that says a date had no change for a table.
 QUIET_NAME = "no-changes"
@@ -135,10 +144,11 @@ def check_report(server: str, problems: list[str], ready: str) -> list[str]:
 
 
 def missing_column(table: TableConfig, column: Any, source: str, found: list[str]) -> str:
-    """A configured column the source table does not have."""
+    """A configured column the source table does not have, with what to do if it was dropped."""
     return (
         f"table '{table.name}': column '{column.name}' ({column.source_field}) is not in "
-        f"{source} (its columns: {', '.join(found)})"
+        f"{source} (its columns: {', '.join(found)}); if the source dropped it, add "
+        f"`removed: '<the first business date without it>'` to its line in {table.config_file}"
     )
 
 
@@ -173,6 +183,9 @@ class LogCapture:
         self.streaming = False
         # --once: the log's end when the command started.
         self.target_position: int | None = None
+        # Shapes seen in the log but not landed yet (table name -> columns): saved in the
+        # offsets with the roll that lands their schema-change events.
+        self.pending_shapes: dict[str, list[SourceColumn]] = {}
 
     def print(self, message: str) -> None:
         """A progress line (never a credential: connection settings are not printed)."""
@@ -208,6 +221,7 @@ class LogCapture:
                 return 0
             except ConnectionLostError as exc:
                 self.landing.discard()
+                self.pending_shapes.clear()
                 now = time.monotonic()
                 if self.streaming or lost_since is None:
                     lost_since, attempt = now, 0
@@ -226,9 +240,24 @@ class LogCapture:
         self.signalled = True
 
     def require(self, problems: list[str]) -> None:
-        """Stop before reading anything when a prerequisite is missing."""
-        if problems:
-            self.fail("; ".join(problems))
+        """Stop before reading anything when a prerequisite is missing.
+
+        A table the log showed renamed, whose config still names it as before, is named
+        with its new name (its "does not exist" is that rename).
+        """
+        if not problems:
+            return
+        for table in self.group.tables:
+            progress = self.offsets.tables.get(table.name)
+            if progress and progress.source.lower() != qualified_name(table).lower():
+                problems = [
+                    *problems,
+                    f"table '{table.name}': the log showed {qualified_name(table)} renamed to "
+                    f"{progress.source}: set source.database.table: "
+                    f"{progress.source.split('.', 1)[1]} in {table.config_file} (capture goes "
+                    "on from where it stopped)",
+                ]
+        self.fail("; ".join(problems))
 
     def fail(self, message: str) -> None:
         """Record the failure in the offsets and stop with it."""
@@ -251,13 +280,20 @@ class LogCapture:
         offsets.save()
         return offsets.snapshot_date
 
-    def land_snapshot_table(self, table: TableConfig, rows: int) -> None:
-        """Land one table's snapshot events (the snapshot is not committed yet)."""
+    def land_snapshot_table(
+        self, table: TableConfig, rows: int, columns: list[SourceColumn] | None = None
+    ) -> None:
+        """Land one table's snapshot events (the snapshot is not committed yet).
+
+        ``columns``: the table's shape in the snapshot, which later changes are compared to.
+        """
         landed = self.landing.land(f"snapshot-{self.offsets.snapshot_lsn:016X}")
         self.offsets.snapshot_files += [str(path) for _, path, _ in landed]
         progress = self.offsets.progress(table, qualified_name(table))
         progress.events += rows
         progress.files += len(landed)
+        if columns is not None:
+            progress.columns = [list(column) for column in columns]
         self.offsets.save()
         self.print(f"table '{table.name}': snapshot of {rows} rows landed")
 
@@ -287,8 +323,10 @@ class LogCapture:
             if not Path(pattern).is_absolute():
                 pattern = str(self.project_dir / pattern)
             held = held_folder(self.options.state_dir, self.group.slot, table.name)
-            for folder in (pattern, f"{held}/*"):
-                for found in glob.glob(f"{folder}/{self.group.slot}-*{FILE_SUFFIX}"):
+            for folder, prefix in itertools.product(
+                (pattern, f"{held}/*"), ("", SCHEMA_FILE_PREFIX)
+            ):
+                for found in glob.glob(f"{folder}/{prefix}{self.group.slot}-*{FILE_SUFFIX}"):
                     if not self._committed(Path(found)):
                         self.print(f"removing {found}: landed after the last saved offsets")
                         Path(found).unlink()
@@ -381,7 +419,12 @@ class LogCapture:
     def roll(self, end_position: int) -> None:
         """Land the parts, save the offsets, then confirm the position to the server."""
         landed = self.landing.land(f"{self.offsets.commit_lsn:016X}")
-        for table_name, _, events in landed:
+        for table_name, columns in self.pending_shapes.items():
+            self.offsets.tables[table_name].columns = [list(column) for column in columns]
+        self.pending_shapes.clear()
+        for table_name, path, events in landed:
+            if path.name.startswith(SCHEMA_FILE_PREFIX):
+                continue
             progress = self.offsets.tables[table_name]
             progress.events += events
             progress.files += 1
@@ -390,6 +433,7 @@ class LogCapture:
             self.offsets.position = max(self.offsets.position, end_position)
             self.offsets.save()
             self.confirm()
+        landed = [entry for entry in landed if not entry[1].name.startswith(SCHEMA_FILE_PREFIX)]
         if landed:
             self.print(
                 f"landed {sum(e for _, _, e in landed)} events in {len(landed)} file(s) up to "
@@ -397,8 +441,49 @@ class LogCapture:
             )
         self.apply_control()
 
-    def schema_changed(self, table: TableConfig, source: str, before: list, after: list) -> None:
-        """Record and say that a source table's columns changed."""
-        change = f"columns {', '.join(before)} -> {', '.join(after)}"
-        self.offsets.progress(table, source).schema_changes.append(change)
-        self.print(f"table '{table.name}': {source} changed shape: {change}")
+    def shape_seen(
+        self,
+        table: TableConfig,
+        source: dict[str, Any],
+        columns: list[SourceColumn],
+        keys: list[str],
+        day: str,
+        table_changes: tuple[dict[str, Any], ...] = (),
+        ddl: str | None = None,
+    ) -> None:
+        """A source table's shape as the log shows it; a change lands as a schema-change event.
+
+        ``columns`` are compared with the shape last landed (the offsets); ``table_changes``
+        are changes of the table itself (renamed, dropped, created). The event lands with
+        the transaction's other events, and the new shape is saved with their offsets.
+        """
+        table_id = (source.get("schema") or source["db"], source["table"])
+        progress = self.offsets.progress(table, ".".join(table_id))
+        known = self.pending_shapes.get(table.name)
+        if known is None and progress.columns is not None:
+            known = [(name, kind) for name, kind in progress.columns]
+        changes = list(table_changes)
+        if known is not None and columns:  # a dropped table has no columns to compare
+            changes += column_changes(known, columns)
+        if columns:
+            self.pending_shapes[table.name] = list(columns)
+        if not changes:
+            return
+        for change in changes:
+            if change["change"] == TABLE_RENAMED:
+                progress.source = change["to"]
+        event = schema_change_event(source, table_id, columns, keys, changes, ddl)
+        self.landing.append(table, day, event, SCHEMA_TAG)
+        described = "; ".join(_described(change) for change in changes)
+        progress.schema_changes = [*progress.schema_changes[-9:], described]
+        self.print(f"table '{table.name}': {'.'.join(table_id)} changed shape: {described}")
+
+
+def _described(change: dict[str, Any]) -> str:
+    """One change of shape in words (the capture's log, ``hashcdc status``)."""
+    if "column" in change:
+        moved = f" {change['from']} -> {change['to']}" if "from" in change else f" {change['type']}"
+        return f"{change['change']} {change['column']}{moved}"
+    if "to" in change:
+        return f"{change['change']}: {change['from']} -> {change['to']}"
+    return str(change["change"])

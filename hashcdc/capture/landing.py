@@ -22,11 +22,14 @@ from typing import Any
 
 from hashcdc.config import TableConfig
 from hashcdc.hadoop import resolve_location
+from hashcdc.schema_changes import SCHEMA_FILE_PREFIX
 
 PART_PREFIX = "_capturing-"
 FILE_SUFFIX = ".json"
 # Beside a capture's offsets: the tables ``hashcdc capture --pause`` paused.
 CONTROL_SUFFIX = ".control.json"
+# The part of a table's schema-change events (landed as ``_schema-<slot>-<position>.json``).
+SCHEMA_TAG = "schema"
 
 
 def landing_folder(table: TableConfig, business_date: str, project_dir: Path) -> Path:
@@ -57,13 +60,18 @@ def write_atomically(path: Path, text: str) -> None:
 
 @dataclass
 class TableProgress:
-    """What capture has landed for one table (shown by ``hashcdc status``)."""
+    """What capture has landed for one table (shown by ``hashcdc status``).
+
+    ``source`` is the source table's name as the log last showed it (a rename changes it).
+    """
 
     source: str
     events: int = 0
     files: int = 0
     last_commit_time: str | None = None
     schema_changes: list[str] = field(default_factory=list)
+    # The source table's columns (name, type) as last landed; None before the first seen.
+    columns: list[list[str]] | None = None
 
 
 @dataclass
@@ -150,11 +158,14 @@ class Landing:
         part = self.parts[(table.name, business_date, tag)] = _Part(folder, table.name, handle, tag)
         return part
 
-    def append(self, table: TableConfig, business_date: str, line: str) -> None:
-        """Append one event (a JSON line) to the table's part for the date."""
-        part = self.parts.get((table.name, business_date, ""))
+    def append(self, table: TableConfig, business_date: str, line: str, tag: str = "") -> None:
+        """Append one event (a JSON line) to the table's part for the date.
+
+        ``tag``: :data:`SCHEMA_TAG` for a schema-change event (a part of its own).
+        """
+        part = self.parts.get((table.name, business_date, tag))
         if part is None:
-            part = self._open(table, business_date, "", "w")
+            part = self._open(table, business_date, tag, "w")
         part.handle.write(line)
         part.handle.write("\n")
         part.events += 1
@@ -186,7 +197,10 @@ class Landing:
             part.handle.flush()
             os.fsync(part.handle.fileno())
             part.handle.close()
-            name = "-".join(piece for piece in (self.slot, name_suffix, part.tag) if piece)
+            if part.tag == SCHEMA_TAG:
+                name = f"{SCHEMA_FILE_PREFIX}{self.slot}-{name_suffix}"
+            else:
+                name = "-".join(piece for piece in (self.slot, name_suffix, part.tag) if piece)
             final = part.folder / f"{name}{FILE_SUFFIX}"
             Path(part.handle.name).replace(final)
             _fsync_folder(part.folder)
@@ -246,8 +260,11 @@ def release(held: list[Path], folder: Path) -> None:
 
 
 def landed_position(path: Path, slot: str) -> int | None:
-    """The position a landed streaming file's name carries (``<slot>-<lsn hex>.json``)."""
-    stem = path.name.removesuffix(FILE_SUFFIX)
+    """The position a landed streaming file's name carries (``<slot>-<lsn hex>.json``).
+
+    A schema-change file's name (``_schema-<slot>-<lsn hex>.json``) carries one too.
+    """
+    stem = path.name.removesuffix(FILE_SUFFIX).removeprefix(SCHEMA_FILE_PREFIX)
     if not stem.startswith(f"{slot}-"):
         return None
     suffix = stem.removeprefix(f"{slot}-")

@@ -29,13 +29,23 @@ from hashcdc.capture.mariadb_source import (
     query,
     row_image,
     server_id,
+    typed_columns,
 )
 from hashcdc.config import TableConfig
+from hashcdc.schema_changes import TABLE_CREATED, TABLE_DROPPED, TABLE_RENAMED
 
 # Statements in the log that change a table's shape or empty it.
 _DDL = re.compile(
     r"^\s*(alter|create|drop|rename|truncate)\s+(?:table\s+)?(?:if\s+\w+\s+)?"
     r"(?:`?(\w+)`?\.)?`?(\w+)`?",
+    re.IGNORECASE,
+)
+# A table renamed: ``RENAME TABLE a TO b`` or ``ALTER TABLE a RENAME [TO|AS] b``.
+_RENAME_TABLE = re.compile(
+    r"^\s*rename\s+table\s+\S+\s+to\s+(?:`?(\w+)`?\.)?`?(\w+)`?", re.IGNORECASE
+)
+_ALTER_RENAME = re.compile(
+    r"\brename\s+(?:to\s+|as\s+)?(?!(?:column|index|key)\b)(?:`?(\w+)`?\.)?`?(\w+)`?",
     re.IGNORECASE,
 )
 # Seconds between the server's heartbeats when the log is quiet (the loop's wake-up).
@@ -50,6 +60,11 @@ class MariaDBCapture(LogCapture):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.any_log_file = "binlog.000001"
+        # Set when a captured table is renamed: the capture stops after landing the rename.
+        self.stop_message: str | None = None
+        # A table's name before a rename the log has not reached yet (the config has the
+        # new one): its earlier rows carry the old name.
+        self.earlier_names: dict[str, TableConfig] = {}
 
     def position_text(self, position: int) -> str:
         """``binlog.000003:1234``."""
@@ -110,7 +125,9 @@ class MariaDBCapture(LogCapture):
         position = position_number(log_file, offset)
         day = self.begin_snapshot(position)
         for table in self.group.tables:
-            self.land_snapshot_table(table, self._snapshot_table(connection, table, position, day))
+            rows = self._snapshot_table(connection, table, position, day)
+            columns, _ = typed_columns(connection, *qualified_name(table).split(".", 1))
+            self.land_snapshot_table(table, rows, columns)
         query(connection, "commit")
         self.end_snapshot(started)
 
@@ -154,7 +171,14 @@ class MariaDBCapture(LogCapture):
         )
 
         log_file, offset = position_parts(self.offsets.position, self.any_log_file)
+        self.earlier_names = {
+            progress.source.lower(): table
+            for table in self.group.tables
+            if (progress := self.offsets.tables.get(table.name))
+            and progress.source.lower() != qualified_name(table).lower()
+        }
         names = [qualified_name(table).split(".", 1) for table in self.group.tables]
+        names += [name.split(".", 1) for name in self.earlier_names]
         stream = BinLogStreamReader(
             connection_settings=connection_settings(self.group),
             server_id=server_id(self.group.slot),
@@ -201,6 +225,9 @@ class MariaDBCapture(LogCapture):
                     if transaction is not None and not skipping:
                         self.committed(*transaction)
                     transaction, last_seen_end = None, max(last_seen_end, reached)
+                    if self.stop_message:
+                        self.roll(last_seen_end)
+                        self.fail(self.stop_message)
                     if self.roll_due(last_roll):
                         self.roll(last_seen_end)
                         last_roll = time.monotonic()
@@ -217,6 +244,10 @@ class MariaDBCapture(LogCapture):
             stream.close()
         self.print(f"stopped at {self.position_text(self.offsets.position)}")
 
+    def _table_for(self, source_table: str) -> TableConfig | None:
+        """The config of a source table as the log names it (an earlier name too)."""
+        return self.earlier_names.get(source_table.lower()) or self.group.table_for(source_table)
+
     def _source(self, schema: str, name: str) -> dict[str, Any]:
         return {
             "connector": self.connector,
@@ -229,7 +260,7 @@ class MariaDBCapture(LogCapture):
     def _rows(self, event: Any, transaction: tuple[int, dt.datetime], ordinal: int) -> int:
         from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent
 
-        table = self.group.table_for(f"{event.schema}.{event.table}")
+        table = self._table_for(f"{event.schema}.{event.table}")
         if table is None:
             return ordinal
         position, when = transaction
@@ -252,9 +283,11 @@ class MariaDBCapture(LogCapture):
         return ordinal
 
     def _statement(self, event: Any, transaction: tuple[int, dt.datetime]) -> None:
-        """A statement on a captured table: a truncate lands as ``t``, a change of shape is noted.
+        """A statement on a captured table: a truncate lands as ``t``, DDL as a schema change.
 
-        The row events name their columns, so a new shape needs nothing else.
+        The row events name their columns, so reading on needs nothing else; the table's
+        columns after an ``ALTER`` or ``CREATE`` are the server's when the statement is read
+        (a later change already made shows with the first). A rename stops the capture.
         """
         found = _DDL.match(event.query)
         if found is None:
@@ -263,7 +296,7 @@ class MariaDBCapture(LogCapture):
         schema = schema or (
             event.schema.decode() if isinstance(event.schema, bytes) else event.schema
         )
-        table = self.group.table_for(f"{schema}.{name}")
+        table = self._table_for(f"{schema}.{name}")
         if table is None:
             return
         if verb == "truncate":
@@ -277,5 +310,37 @@ class MariaDBCapture(LogCapture):
             self.landing.append(table, self.day(when), envelope(source, "t", None, None))
             return
         statement = " ".join(event.query.split())
-        self.offsets.progress(table, f"{schema}.{name}").schema_changes.append(statement)
-        self.print(f"table '{table.name}': {schema}.{name} changed shape: {statement}")
+        position, when = transaction
+        source = self._source(schema, name) | {
+            "ts_ms": epoch_ms(when),
+            "snapshot": "false",
+            "commit_lsn": position,
+            "lsn": 0,
+        }
+        renamed = _RENAME_TABLE.match(statement) if verb == "rename" else None
+        if verb == "alter":
+            renamed = _ALTER_RENAME.search(statement)
+        changes: tuple[dict[str, Any], ...] = ()
+        if renamed:
+            new_name = f"{renamed.group(1) or schema}.{renamed.group(2)}"
+            changes = ({"change": TABLE_RENAMED, "from": f"{schema}.{name}", "to": new_name},)
+            self.earlier_names.pop(f"{schema}.{name}".lower(), None)
+        if renamed and new_name.lower() != qualified_name(table).lower():
+            # The log names the table's rows by its new name from here: capture stops, to go
+            # on (from right after the rename) once the config names it.
+            self.stop_message = (
+                f"table '{table.name}': {schema}.{name} was renamed to {new_name} at "
+                f"{self.position_text(position)}; its events are landed up to the rename. Set "
+                f"source.database.table: {renamed.group(2)} in {table.config_file} and start "
+                "the capture again: it goes on from the rename, nothing is lost"
+            )
+        elif verb == "drop":
+            changes = ({"change": TABLE_DROPPED},)
+        elif verb == "create":
+            changes = ({"change": TABLE_CREATED},)
+        columns: list[tuple[str, str]] = []
+        keys: list[str] = []
+        if verb in ("alter", "create") and not renamed:
+            with connect(self.group) as connection:
+                columns, keys = typed_columns(connection, schema, name)
+        self.shape_seen(table, source, columns, keys, self.day(when), changes, statement)

@@ -143,6 +143,21 @@ def prerequisite_problems(connection: Any, group: CaptureGroup) -> list[str]:
     return problems
 
 
+def typed_columns(
+    connection: Any, schema: str, name: str
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """A table's columns with their types as MariaDB writes them, and its key's columns."""
+    found = query(
+        connection,
+        "select column_name, column_type, column_key from information_schema.columns "
+        "where table_schema = %s and table_name = %s order by ordinal_position",
+        schema,
+        name,
+    )
+    columns = [(str(column), str(kind).lower()) for column, kind, _ in found]
+    return columns, [str(column) for column, _, key in found if key == "PRI"]
+
+
 def _table_problems(connection: Any, table: TableConfig) -> list[str]:
     schema, name = qualified_name(table).split(".", 1)
     columns = {
@@ -160,7 +175,7 @@ def _table_problems(connection: Any, table: TableConfig) -> list[str]:
     problems = []
     for column in table.columns:
         data_type = columns.get(column.source_field)
-        if data_type is None:
+        if data_type is None and column.removed is None:
             problems.append(missing_column(table, column, f"{schema}.{name}", list(columns)))
         elif data_type in UNREPRESENTABLE_TYPES:
             what = UNREPRESENTABLE_TYPES[data_type]

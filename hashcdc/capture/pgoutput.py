@@ -28,6 +28,7 @@ class Column:
     name: str
     type_oid: int
     is_key: bool
+    type_modifier: int = -1  # the type's length, precision and scale, as the catalog keeps them
 
 
 @dataclass
@@ -162,8 +163,7 @@ def decode(payload: bytes) -> Message:
             flags = cursor.take(">b")
             name = cursor.text()
             type_oid = cursor.take(">I")
-            cursor.take(">i")  # the type modifier: the config gives precision and scale
-            relation.columns.append(Column(name, type_oid, bool(flags & 1)))
+            relation.columns.append(Column(name, type_oid, bool(flags & 1), cursor.take(">i")))
         return relation
     if kind == "I":
         relation_id = cursor.take(">I")

@@ -33,11 +33,14 @@ from hashcdc.capture.postgresql_source import (
     position_text,
     prerequisite_problems,
     query,
+    relation_id,
     row_image,
     snapshot_copy,
     table_relation,
+    typed_columns,
 )
 from hashcdc.config import TableConfig
+from hashcdc.schema_changes import TABLE_RENAMED
 
 # How long to wait for the server between checks of the stop conditions.
 _POLL_SECONDS = 0.5
@@ -51,6 +54,9 @@ class PostgresCapture(LogCapture):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.relations: dict[int, pgoutput.Relation] = {}
+        # A captured table by its relation id (its OID), whatever its name: the stream names
+        # a table as it was named when each change was made, before or after a rename.
+        self.captured: dict[int, TableConfig] = {}
         self.cursor: Any = None
 
     def session(self) -> None:
@@ -60,6 +66,10 @@ class PostgresCapture(LogCapture):
         try:
             with connect(self.group) as connection:
                 self.require(prerequisite_problems(connection, self.group))
+                self.captured = {
+                    relation_id(connection, qualified_name(table)) or 0: table
+                    for table in self.group.tables
+                }
                 self._ensure_publication(connection)
                 if self.options.once:
                     self.target_position = log_position(connection)
@@ -135,13 +145,20 @@ class PostgresCapture(LogCapture):
         day = self.begin_snapshot(lsn)
         started = time.monotonic()
         for table in self.group.tables:
-            self.land_snapshot_table(table, self._snapshot_table(table, snapshot_name, lsn, day))
+            rows, columns = self._snapshot_table(table, snapshot_name, lsn, day)
+            self.land_snapshot_table(table, rows, columns)
         self.end_snapshot(started)
 
-    def _snapshot_table(self, table: TableConfig, snapshot_name: str, lsn: int, day: str) -> int:
-        """Read a table in the slot's snapshot, its page ranges on connections side by side."""
+    def _snapshot_table(
+        self, table: TableConfig, snapshot_name: str, lsn: int, day: str
+    ) -> tuple[int, list[tuple[str, str]]]:
+        """Read a table in the slot's snapshot, its page ranges on connections side by side.
+
+        Its rows, and its columns with their types.
+        """
         with connect(self.group) as connection:
             relation = table_relation(connection, *qualified_name(table).split(".", 1))
+            columns = typed_columns(connection, relation)
             ranges = table.source.database.partitions if table.source.database else 1
             pages = page_ranges(connection, relation, ranges)
             source = self._source(relation) | {
@@ -161,7 +178,7 @@ class PostgresCapture(LogCapture):
             )
         for index, count in enumerate(counts):
             self.landing.count(table, day, f"{index:03d}", count)
-        return sum(counts)
+        return sum(counts), columns
 
     def _copy_in_snapshot(self, snapshot_name: str, copy: str, part: Any) -> int:
         """Run one range's ``COPY`` in the exported snapshot, into its part; its rows."""
@@ -213,7 +230,7 @@ class PostgresCapture(LogCapture):
                     break
                 transaction, skipping = decoded, decoded.final_lsn <= self.offsets.commit_lsn
             elif isinstance(decoded, pgoutput.Relation):
-                self._relation(decoded)
+                self._relation(decoded, None if skipping else transaction)
             elif isinstance(decoded, pgoutput.Commit):
                 transaction = None
                 if not skipping:
@@ -239,16 +256,39 @@ class PostgresCapture(LogCapture):
         except psycopg2.DatabaseError as exc:
             raise ConnectionLostError(f"lost the server: {first_line(exc)}") from None
 
-    def _relation(self, relation: pgoutput.Relation) -> None:
-        previous = self.relations.get(relation.relation_id)
+    def _relation(self, relation: pgoutput.Relation, transaction: pgoutput.Begin | None) -> None:
+        """A table's shape, sent before its first change of a session and after a change.
+
+        The shape (its name included) is compared with the one last landed; a change lands
+        as a schema-change event. A renamed table stays captured (by its id); the next
+        start needs the new name in its config, and the capture says so.
+        """
         self.relations[relation.relation_id] = relation
-        table = self.group.table_for(relation.qualified_name)
-        if table is None or previous is None:
+        table = self.captured.get(relation.relation_id)
+        if table is None or transaction is None:  # not captured, or landed already
             return
-        before = [c.name for c in previous.columns]
-        after = [c.name for c in relation.columns]
-        if before != after:
-            self.schema_changed(table, relation.qualified_name, before, after)
+        renamed: tuple[dict[str, Any], ...] = ()
+        known = self.offsets.progress(table, qualified_name(table)).source
+        if known.lower() != relation.qualified_name.lower():
+            renamed = ({"change": TABLE_RENAMED, "from": known,
+                        "to": relation.qualified_name},)  # fmt: skip
+            if relation.qualified_name.lower() != qualified_name(table).lower():
+                self.print(
+                    f"table '{table.name}': {known} was renamed to {relation.qualified_name}; "
+                    "still captured. Before the capture next starts, set "
+                    f"source.database.table: {relation.qualified_name} in {table.config_file}"
+                )
+        with connect(self.group) as connection:
+            columns = typed_columns(connection, relation)
+        source = self._source(relation) | {
+            "ts_ms": epoch_ms(transaction.commit_time),
+            "snapshot": "false",
+            "txId": transaction.xid,
+            "commit_lsn": transaction.final_lsn,
+            "lsn": 0,
+        }
+        keys = [c.name for c in relation.columns if c.is_key]
+        self.shape_seen(table, source, columns, keys, self.day(transaction.commit_time), renamed)
 
     def _change(self, change: Any, transaction: pgoutput.Begin, lsn: int) -> None:
         day = self.day(transaction.commit_time)
@@ -262,7 +302,7 @@ class PostgresCapture(LogCapture):
         if isinstance(change, pgoutput.Truncate):
             for relation_id in change.relation_ids:
                 relation = self.relations[relation_id]
-                table = self.group.table_for(relation.qualified_name)
+                table = self.captured.get(relation_id)
                 if table is not None:
                     source = self._source(relation) | position
                     self.landing.append(table, day, envelope(source, "t", None, None))
@@ -270,7 +310,7 @@ class PostgresCapture(LogCapture):
         if not isinstance(change, pgoutput.RowChange):
             return
         relation = self.relations[change.relation_id]
-        table = self.group.table_for(relation.qualified_name)
+        table = self.captured.get(change.relation_id)
         if table is None:
             return
         identity_only = relation.replica_identity != "f"

@@ -134,7 +134,8 @@ def _table_problems(connection: Any, table: TableConfig) -> list[str]:
     }
     for column in table.columns:
         if column.source_field not in columns:
-            problems.append(missing_column(table, column, name, list(columns)))
+            if column.removed is None:  # a column the source dropped stays in the config
+                problems.append(missing_column(table, column, name, list(columns)))
             continue
         type_name, category = columns[column.source_field]
         if category in UNREPRESENTABLE_CATEGORIES:
@@ -173,7 +174,8 @@ def table_relation(connection: Any, schema: str, name: str) -> pgoutput.Relation
     """A table's columns (name, type, whether in the primary key), as the stream's relation."""
     columns = query(
         connection,
-        "select a.attname, a.atttypid, coalesce(a.attnum = any(i.indkey), false) from "
+        "select a.attname, a.atttypid, coalesce(a.attnum = any(i.indkey), false), "
+        "a.atttypmod from "
         "pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on "
         "n.oid = c.relnamespace left join pg_index i on i.indrelid = c.oid and "
         "i.indisprimary where n.nspname = %s and c.relname = %s and a.attnum > 0 and "
@@ -182,8 +184,33 @@ def table_relation(connection: Any, schema: str, name: str) -> pgoutput.Relation
         name,
     )
     relation = pgoutput.Relation(0, schema, name, "d")
-    relation.columns = [pgoutput.Column(c, oid, key) for c, oid, key in columns]
+    relation.columns = [pgoutput.Column(*column) for column in columns]
     return relation
+
+
+def relation_id(connection: Any, qualified: str) -> int | None:
+    """A table's relation id (its OID: the stream's id of it, kept through a rename)."""
+    found = query(
+        connection,
+        "select c.oid from pg_class c join pg_namespace n on n.oid = c.relnamespace "
+        "where n.nspname = %s and c.relname = %s",
+        *qualified.split(".", 1),
+    )
+    return int(found[0][0]) if found else None
+
+
+def typed_columns(connection: Any, relation: pgoutput.Relation) -> list[tuple[str, str]]:
+    """A relation's columns with their types as PostgreSQL writes them (``numeric(12,2)``)."""
+    if not relation.columns:
+        return []
+    names = query(
+        connection,
+        "select format_type(t.oid, t.modifier) from unnest(%s::oid[], %s::int[]) "
+        "with ordinality as t(oid, modifier, n) order by t.n",
+        [c.type_oid for c in relation.columns],
+        [c.type_modifier for c in relation.columns],
+    )
+    return [(c.name, name) for c, (name,) in zip(relation.columns, names, strict=True)]
 
 
 def json_expression(column: str, type_oid: int) -> str:

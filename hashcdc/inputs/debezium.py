@@ -20,7 +20,9 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from hashcdc.column_types import column_type
 from hashcdc.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
 from hashcdc.config import ColumnConfig, SequenceField, TableConfig
+from hashcdc.errors import InputDataError
 from hashcdc.extract import LINE_COLUMN, read_event_lines
+from hashcdc.hadoop import HadoopFiles
 from hashcdc.header import SAMPLE_ROWS, inferred_type, new_columns_suggestion
 from hashcdc.inputs.base import Reader
 from hashcdc.inputs.events import (
@@ -32,6 +34,7 @@ from hashcdc.inputs.events import (
     SEQUENCE_PREFIX,
     TOMBSTONE_COLUMN,
 )
+from hashcdc.schema_changes import SCHEMA_FILE_PREFIX, read_schema_changes, shape_problems
 
 # A JSON line parsed, its envelope (the line or its schema wrapper's payload) and the
 # wrapper's field list: projected once per line, read by every field.
@@ -74,12 +77,16 @@ class JsonEventsReader(Reader):
     def check_columns(
         self, spark: SparkSession, table: TableConfig, files: list[str], business_date: str
     ) -> None:
-        """Name the fields of the events' row images that the config does not have.
+        """Hold the date's schema-change events against the config; name unloaded fields.
 
-        Events are loaded whatever other fields they carry, so this is a notice, not a
-        refusal: it shows the YAML lines that would load them, with types inferred from a
-        sample.
+        A change of the source's shape that the config does not say yet (a column dropped
+        or retyped: :func:`hashcdc.schema_changes.shape_problems`) refuses the date before
+        anything is written, with the YAML that says it. Events are loaded whatever other
+        fields they carry, so those are a notice, not a refusal: it shows the YAML lines
+        that would load them, typed from the source's schema change where capture landed
+        one, else inferred from a sample.
         """
+        announced = self._check_shape(spark, table, files, business_date)
         lines = read_event_lines(spark, files).limit(SAMPLE_ROWS)
         line = F.col(LINE_COLUMN)
         image = F.coalesce(*[F.get_json_object(line, path) for path in self.image_paths], line)
@@ -90,7 +97,9 @@ class JsonEventsReader(Reader):
         new = sorted(
             row["key"]
             for row in keys.collect()
-            if row["key"].lower() not in known and not row["key"].startswith("__")
+            if row["key"].lower() not in known
+            and not row["key"].startswith("__")
+            and row["key"] not in announced
         )
         if new:
             samples = images.select(
@@ -105,6 +114,28 @@ class JsonEventsReader(Reader):
                 flush=True,
             )
         images.unpersist()
+
+    @staticmethod
+    def _check_shape(
+        spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+    ) -> set[str]:
+        """Refuse, or report, the date's schema changes; the fields the report named."""
+        hadoop = HadoopFiles.of(spark)
+        folders = sorted({file.rsplit("/", 1)[0] for file in files})
+        landed = [f for folder in folders for f in hadoop.files_named(folder, SCHEMA_FILE_PREFIX)]
+        if not landed:
+            return set()
+        events = read_schema_changes(hadoop.read_text(file) for file in landed)
+        review = shape_problems(table, events, business_date)
+        if review.refusals:
+            raise InputDataError(
+                "\n".join(review.refusals)
+                + "\nNothing was written for the table; say the change in its config, then "
+                "run the date again (docs/schema-evolution.md)."
+            )
+        for notice in review.notices:
+            print(f"hashcdc: {notice}", flush=True)
+        return review.announced
 
     def event_parts(
         self, table: TableConfig, text: Text, any_text: Callable[[str | None, ColumnConfig], Column]

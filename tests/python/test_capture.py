@@ -97,7 +97,9 @@ def _capture(project: Any, *options: str) -> subprocess.Popen:
 
 
 def _landed(project: Any, business_date: str, name: str = TABLE) -> list[Path]:
-    return sorted((project.root / "landing" / name / business_date).glob("*.json"))
+    """A date's landed event files (not its schema-change files, ``_schema-*``)."""
+    folder = project.root / "landing" / name / business_date
+    return sorted(path for path in folder.glob("*.json") if not path.name.startswith("_"))
 
 
 def _wait_for(check: Any, seconds: float, what: str, project: Any) -> None:
@@ -156,6 +158,7 @@ class Source:
     series: str  # rows numbered `n` from {first} to {last}, as a FROM clause
     restart: Callable[[], None]
     toast: bool  # PostgreSQL: values stored out of line
+    widen_amount: str  # the statement that widens `amount` to decimal(12,2)
     lake: str = TABLE  # the table's name in the lake
 
     def rows(self) -> dict[int, tuple[str, ...]]:
@@ -184,6 +187,7 @@ def _postgres_source(postgres: Any, table: str) -> Source:
         series="generate_series({first}, {last}) n",
         restart=postgres.restart,
         toast=True,
+        widen_amount=f"alter table public.{table} alter column amount type numeric(12,2)",
     )
 
 
@@ -195,14 +199,19 @@ def _mariadb_source(mariadb: Any, table: str) -> Source:
         series="(select seq as n from seq_{first}_to_{last}) numbers",
         restart=mariadb.restart,
         toast=False,
+        widen_amount=f"alter table {table} modify amount decimal(12,2)",
         lake=MARIADB_TABLE,
     )
 
 
-def _stream_through_a_kill_and_a_server_restart(project: Any, source: Source) -> None:
+def _stream_through_a_kill_and_a_server_restart(
+    project: Any, source: Source, config: dict[str, Any]
+) -> None:
     """Day 1 the snapshot, day 2 a workload through a kill and a server restart: checked.
 
-    Current must equal the source, and history hold each committed change once.
+    Current must equal the source, and history hold each committed change once. The
+    source's shape changes on day 2 (a column added, `amount` widened): day 2 is refused
+    until the config says the widening, then loads the wider values.
     """
     root = ["--project-dir", str(project.root)]
     sql, table, lake = source.sql, source.table, source.lake
@@ -245,6 +254,8 @@ def _stream_through_a_kill_and_a_server_restart(project: Any, source: Source) ->
         sql(f"alter table {table} add column channel text")
         sql(f"update {table} set channel = 'web', amount = 0 where id = 51")
         sql(f"insert into {table} values (53, 'with channel', 2, null, true, null, 'app')")
+        sql(source.widen_amount)
+        sql(f"update {table} set amount = 123456789.5 where id = 53")
         _wait_for(lambda: "with channel" in landed_text(), 120, "the server's restart", project)
         capture.send_signal(signal.SIGTERM)
         assert capture.wait(timeout=60) == 0
@@ -256,6 +267,20 @@ def _stream_through_a_kill_and_a_server_restart(project: Any, source: Source) ->
 
     # Whatever was committed and not landed yet: --once catches up and stops.
     assert main([*root, "capture", "--once", "--date", SECOND]) == 0
+    shapes = sorted((project.root / "landing" / lake / SECOND).glob("_schema-*.json"))
+    changes = [c for path in shapes for line in path.read_text().splitlines()
+               for c in json.loads(line)["changes"]]  # fmt: skip
+    assert {(c["change"], c["column"]) for c in changes} == {
+        ("column added", "channel"),
+        ("column type changed", "amount"),
+    }, changes
+    # The widening is a change the config does not say yet: refused, nothing written.
+    outcome = project.build(SECOND, lake)
+    assert not outcome.success
+    assert "widened column 'amount'" in outcome.text, outcome.text
+    assert "type: 'decimal(12,2)'" in outcome.text, outcome.text
+    config["columns"][2]["type"] = "decimal(12,2)"
+    project.add_table(config)
     outcome = project.build(SECOND, lake)
     assert outcome.success, outcome.text
     assert _lake_rows(project, lake) == source.rows()
@@ -279,8 +304,9 @@ def _stream_through_a_kill_and_a_server_restart(project: Any, source: Source) ->
 def test_postgresql_snapshot_then_stream_through_a_kill_and_a_server_restart(
     project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    project.add_table(_config(postgres, orders))
-    _stream_through_a_kill_and_a_server_restart(project, _postgres_source(postgres, orders))
+    config = _config(postgres, orders)
+    project.add_table(config)
+    _stream_through_a_kill_and_a_server_restart(project, _postgres_source(postgres, orders), config)
     offsets = json.loads(next((project.root / ".hashcdc" / "capture").glob("*.json")).read_text())
     assert offsets["snapshot"] == "done" and offsets["tables"][TABLE]["events"] > 20_000
     # `hashcdc status`: the capture's line, how far behind the server it is.
@@ -296,7 +322,9 @@ def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
     config = _config(mariadb, maria_orders, MARIADB_TABLE)
     config["source"]["database"].update(kind="mariadb", table=maria_orders)
     project.add_table(config)
-    _stream_through_a_kill_and_a_server_restart(project, _mariadb_source(mariadb, maria_orders))
+    _stream_through_a_kill_and_a_server_restart(
+        project, _mariadb_source(mariadb, maria_orders), config
+    )
 
 
 def test_a_paused_table_is_held_then_released_whole_on_resume(
@@ -569,3 +597,92 @@ def test_a_purged_binary_log_stops_with_the_way_back(
     assert main([*root, "capture", "--once", "--date", SECOND]) == 2
     err = capsys.readouterr().err
     assert "is purged" in err and "Re-snapshot" in err, err
+
+
+def _schema_changes(project: Any, business_date: str, name: str = TABLE) -> list[dict[str, Any]]:
+    folder = project.root / "landing" / name / business_date
+    return [
+        json.loads(line)
+        for path in sorted(folder.glob("_schema-*.json"))
+        for line in path.read_text().splitlines()
+    ]
+
+
+def _shape_config(source: Any, table: str, kind: str, name: str) -> dict[str, Any]:
+    config = _config(source, table, name)
+    config["source"]["database"].update(kind=kind, table=table)
+    return config
+
+
+@pytest.mark.parametrize("kind", ["postgresql", "mariadb"])
+def test_shape_changes_land_as_schema_change_events(
+    project: Any,
+    request: pytest.FixtureRequest,
+    kind: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A column dropped, then the table renamed: schema-change events, and no event lost.
+
+    PostgreSQL follows a renamed table (its relation id stays); MariaDB's log names the
+    rows by the new name, so capture stops after landing the rename. Either way the next
+    start asks for the new name, and then goes on from where it stopped.
+    """
+    server = request.getfixturevalue("postgres" if kind == "postgresql" else "mariadb")
+    table = request.getfixturevalue("orders" if kind == "postgresql" else "maria_orders")
+    name = f"shape_{kind}"
+    if kind == "postgresql":
+        sql, renamed = (lambda s: server.psql(s, SOURCE_DATABASE)), f"public.{table}_v2"
+    else:
+        sql, renamed = (lambda s: server.sql(s, SOURCE_DATABASE)), f"{SOURCE_DATABASE}.{table}_v2"
+    config = _shape_config(server, table, kind, name)
+    project.add_table(config)
+    root = ["--project-dir", str(project.root)]
+    assert main([*root, "capture", "--once", "--date", FIRST]) == 0
+
+    def landed_items() -> list[tuple[str, Any]]:
+        landed = [
+            json.loads(line) for path in _landed(project, SECOND, name) for line in path.open()
+        ]
+        return [(e["op"], (e["after"] or {}).get("item")) for e in landed]
+
+    capture = _capture(project, "--date", SECOND)
+    try:
+        log = project.root / "capture.log"
+        _wait_for(lambda: "streaming from" in log.read_text(), 60, "streaming", project)
+        sql(f"alter table {table} drop column notes")
+        sql(f"update {table} set item = 'after the drop' where id = 1")
+        _wait_for(lambda: landed_items(), 60, "the update after the drop", project)
+        sql(f"alter table {table} rename to {table}_v2")
+        sql(f"insert into {table}_v2 values (60, 'after the rename', 1, null, true)")
+        if kind == "postgresql":  # followed: the insert under the new name lands
+            _wait_for(lambda: len(landed_items()) == 2, 60, "the insert after", project)
+            capture.send_signal(signal.SIGTERM)
+            assert capture.wait(timeout=60) == 0
+        else:  # the rows are named by the new name from the rename: stopped there
+            assert capture.wait(timeout=60) == 2
+    finally:
+        if capture.poll() is None:
+            capture.kill()
+    log = (project.root / "capture.log").read_text()
+    assert "Traceback" not in log, log
+    assert ("still captured" if kind == "postgresql" else "nothing is lost") in log, log
+    events = _schema_changes(project, SECOND, name)
+    changes = [change for event in events for change in event["changes"]]
+    assert [(c["change"], c.get("column")) for c in changes] == [
+        ("column dropped", "notes"),
+        ("table renamed", None),
+    ], changes
+    assert (changes[1]["from"], changes[1]["to"]) == (renamed.removesuffix("_v2"), renamed)
+    assert events[0]["tableChanges"][0]["type"] == "ALTER"
+    assert "notes" not in [c["name"] for c in events[0]["tableChanges"][0]["table"]["columns"]]
+
+    # The next start asks for the new name (the old one is gone), then goes on.
+    capsys.readouterr()
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 2
+    err = capsys.readouterr().err
+    assert f"renamed to {renamed}: set source.database.table: {table}_v2" in err, err
+    config["source"]["database"]["table"] = f"{table}_v2"
+    config["columns"][-1]["removed"] = SECOND
+    project.add_table(config)
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 0
+    assert landed_items() == [("u", "after the drop"), ("c", "after the rename")]
