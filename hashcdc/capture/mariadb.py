@@ -77,7 +77,8 @@ class MariaDBCapture(LogCapture):
 
         try:
             with connect(self.group) as connection:
-                self.require(prerequisite_problems(connection, self.group))
+                streaming = self.offsets.snapshot == "done"
+                self.require(prerequisite_problems(connection, self.group, streaming))
                 end = log_end(connection)
                 self.any_log_file = end[0]
                 if self.options.once:

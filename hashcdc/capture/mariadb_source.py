@@ -110,7 +110,9 @@ def log_end(connection: Any) -> tuple[str, int]:
     return str(row[0][0]), int(row[0][1])
 
 
-def prerequisite_problems(connection: Any, group: CaptureGroup) -> list[str]:
+def prerequisite_problems(
+    connection: Any, group: CaptureGroup, streaming: bool = False
+) -> list[str]:
     """What the server or the tables lack for capture, each with what to change."""
     problems = []
     settings = dict(
@@ -139,7 +141,7 @@ def prerequisite_problems(connection: Any, group: CaptureGroup) -> list[str]:
             "ON *.* TO the capture's user"
         )
     for table in group.tables:
-        problems += _table_problems(connection, table)
+        problems += _table_problems(connection, table, streaming)
     return problems
 
 
@@ -158,7 +160,8 @@ def typed_columns(
     return columns, [str(column) for column, _, key in found if key == "PRI"]
 
 
-def _table_problems(connection: Any, table: TableConfig) -> list[str]:
+def _table_problems(connection: Any, table: TableConfig, streaming: bool) -> list[str]:
+    """A table's problems; ``streaming`` (snapshot done): a dropped column is the log's to show."""
     schema, name = qualified_name(table).split(".", 1)
     columns = {
         str(column): str(data_type).lower()
@@ -175,7 +178,9 @@ def _table_problems(connection: Any, table: TableConfig) -> list[str]:
     problems = []
     for column in table.columns:
         data_type = columns.get(column.source_field)
-        if data_type is None and column.removed is None:
+        # Once streaming, a column the source dropped lands as a schema-change event, and
+        # the run says what to write; before the snapshot it is a config mistake.
+        if data_type is None and column.removed is None and not streaming:
             problems.append(missing_column(table, column, f"{schema}.{name}", list(columns)))
         elif data_type in UNREPRESENTABLE_TYPES:
             what = UNREPRESENTABLE_TYPES[data_type]

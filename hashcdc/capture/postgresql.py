@@ -65,7 +65,8 @@ class PostgresCapture(LogCapture):
 
         try:
             with connect(self.group) as connection:
-                self.require(prerequisite_problems(connection, self.group))
+                streaming = self.offsets.snapshot == "done"
+                self.require(prerequisite_problems(connection, self.group, streaming))
                 self.captured = {
                     relation_id(connection, qualified_name(table)) or 0: table
                     for table in self.group.tables

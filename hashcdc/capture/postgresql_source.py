@@ -83,7 +83,9 @@ def query(connection: Any, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
 # -- prerequisites ---------------------------------------------------------------------
 
 
-def prerequisite_problems(connection: Any, group: CaptureGroup) -> list[str]:
+def prerequisite_problems(
+    connection: Any, group: CaptureGroup, streaming: bool = False
+) -> list[str]:
     """What the server or the tables lack for capture, each with what to change."""
     problems = []
     (wal_level,) = query(connection, "show wal_level")[0]
@@ -99,11 +101,12 @@ def prerequisite_problems(connection: Any, group: CaptureGroup) -> list[str]:
     if not user[1]:
         problems.append(f"the user {user[0]} may not replicate: ALTER ROLE {user[0]} REPLICATION")
     for table in group.tables:
-        problems += _table_problems(connection, table)
+        problems += _table_problems(connection, table, streaming)
     return problems
 
 
-def _table_problems(connection: Any, table: TableConfig) -> list[str]:
+def _table_problems(connection: Any, table: TableConfig, streaming: bool) -> list[str]:
+    """A table's problems; ``streaming`` (snapshot done): a dropped column is the log's to show."""
     name = qualified_name(table)
     found = query(
         connection,
@@ -134,7 +137,9 @@ def _table_problems(connection: Any, table: TableConfig) -> list[str]:
     }
     for column in table.columns:
         if column.source_field not in columns:
-            if column.removed is None:  # a column the source dropped stays in the config
+            # Once streaming, a column the source dropped lands as a schema-change event, and
+            # the run says what to write; before the snapshot it is a config mistake.
+            if column.removed is None and not streaming:
                 problems.append(missing_column(table, column, name, list(columns)))
             continue
         type_name, category = columns[column.source_field]
