@@ -336,15 +336,29 @@ class LogCapture:
         return position is None or position <= self.offsets.commit_lsn
 
     def land_quiet_date(self) -> None:
-        """With ``--date D``: give each table nothing landed for in D an empty file.
+        """Give each table with nothing landed for a date an empty file.
 
-        D then has an extract, and its run applies no change instead of stopping for a
-        missing extract. A paused table gets none (its events are held).
+        The date then has an extract, and its run applies no change instead of stopping
+        for a missing extract. With ``--date D``: D. As a service (no ``--date``): every
+        day (UTC) from the snapshot's, or the last one done, to today, checked at each
+        roll; a day's events may still land beside its empty file. A paused table gets
+        none (its events are held).
         """
-        day = self.options.business_date
-        if day is None:
-            return
-        for table in self.group.tables:
+        if self.options.business_date is not None:
+            days = [self.options.business_date]
+        else:
+            today = dt.datetime.now(dt.timezone.utc).date()
+            done = self.offsets.quiet_through or self.offsets.snapshot_date
+            if self.offsets.snapshot != "done" or done is None or done > today.isoformat():
+                return
+            first = dt.date.fromisoformat(done)
+            if self.offsets.quiet_through is not None:
+                first += dt.timedelta(days=1)
+            days = [
+                (first + dt.timedelta(days=n)).isoformat() for n in range((today - first).days + 1)
+            ]
+            self.offsets.quiet_through = today.isoformat()
+        for day, table in itertools.product(days, self.group.tables):
             folder = landing_folder(table, day, self.project_dir)
             landed = [path for path in folder.glob(f"*{FILE_SUFFIX}") if path.name[0] not in "._"]
             if table.name not in self.landing.paused and not landed:
@@ -440,6 +454,9 @@ class LogCapture:
                 f"{self.position_text(self.offsets.commit_lsn)}"
             )
         self.apply_control()
+        if self.options.business_date is None and self.offsets.quiet_through != self.day():
+            self.land_quiet_date()
+            self.offsets.save()
 
     def shape_seen(
         self,

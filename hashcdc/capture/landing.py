@@ -90,6 +90,9 @@ class Offsets:
     snapshot: str | None = None
     snapshot_lsn: int = 0
     snapshot_date: str | None = None
+    # A capture without --date: the last business date each table has a file for, landed
+    # or the empty one of a quiet day.
+    quiet_through: str | None = None
     snapshot_files: list[str] = field(default_factory=list)
     position: int = 0
     commit_lsn: int = 0

@@ -13,6 +13,7 @@ logs every row change as it commits.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
@@ -325,6 +326,29 @@ def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
     _stream_through_a_kill_and_a_server_restart(
         project, _mariadb_source(mariadb, maria_orders), config
     )
+
+
+def test_a_service_capture_lands_an_empty_file_for_each_quiet_day(
+    project: Any, postgres: Any, orders: str
+) -> None:
+    """Without --date, each day (UTC) with no change since the last one done gets a file.
+
+    The days passed are simulated by the offsets' record of the last day done.
+    """
+    project.add_table(_config(postgres, orders))
+    root = ["--project-dir", str(project.root)]
+    assert main([*root, "capture", "--once"]) == 0  # the snapshot: today's events
+    today = dt.datetime.now(dt.timezone.utc).date()
+    days = [(today - dt.timedelta(days=n)).isoformat() for n in (3, 2, 1, 0)]
+    offsets_file = next((project.root / ".hashcdc" / "capture").glob("*.json"))
+    offsets = json.loads(offsets_file.read_text())
+    assert offsets["quiet_through"] == days[3]
+    offsets_file.write_text(json.dumps(offsets | {"quiet_through": days[0]}))
+    assert main([*root, "capture", "--once"]) == 0
+    sizes = {day: [path.stat().st_size for path in _landed(project, day)] for day in days}
+    assert sizes[days[0]] == [] and sizes[days[1]] == [0] and sizes[days[2]] == [0], sizes
+    assert len(sizes[days[3]]) == 1 and sizes[days[3]][0] > 0  # the snapshot, no empty file
+    assert json.loads(offsets_file.read_text())["quiet_through"] == days[3]
 
 
 def test_a_paused_table_is_held_then_released_whole_on_resume(
