@@ -300,24 +300,18 @@ class MariaDBCapture(LogCapture):
         table = self._table_for(f"{schema}.{name}")
         if table is None:
             return
-        if verb == "truncate":
-            position, when = transaction
-            source = self._source(schema, name) | {
-                "ts_ms": epoch_ms(when),
-                "snapshot": "false",
-                "commit_lsn": position,
-                "lsn": 1,
-            }
-            self.landing.append(table, self.day(when), envelope(source, "t", None, None))
-            return
-        statement = " ".join(event.query.split())
         position, when = transaction
         source = self._source(schema, name) | {
             "ts_ms": epoch_ms(when),
             "snapshot": "false",
             "commit_lsn": position,
-            "lsn": 0,
+            # A truncate is the statement's one change; a schema change comes before any.
+            "lsn": 1 if verb == "truncate" else 0,
         }
+        if verb == "truncate":
+            self.landing.append(table, self.day(when), envelope(source, "t", None, None))
+            return
+        statement = " ".join(event.query.split())
         renamed = _RENAME_TABLE.match(statement) if verb == "rename" else None
         if verb == "alter":
             renamed = _ALTER_RENAME.search(statement)
