@@ -57,6 +57,16 @@ def column_changes(before: Iterable[SourceColumn], after: Iterable[SourceColumn]
     return changes
 
 
+def describe_change(change: dict[str, Any]) -> str:
+    """One change of shape in words (the capture's log, ``hashcdc status``)."""
+    if "column" in change:
+        moved = f" {change['from']} -> {change['to']}" if "from" in change else f" {change['type']}"
+        return f"{change['change']} {change['column']}{moved}"
+    if "to" in change:
+        return f"{change['change']}: {change['from']} -> {change['to']}"
+    return str(change["change"])
+
+
 def schema_change_event(
     source: dict[str, Any],
     table_id: tuple[str, str],

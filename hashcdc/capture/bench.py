@@ -41,7 +41,7 @@ from typing import Any
 import yaml
 
 from hashcdc import generate
-from hashcdc.capture.base import capture_group, source_module
+from hashcdc.capture.group import capture_group, source_module
 from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.project import scratch_project
 

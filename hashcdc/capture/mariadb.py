@@ -17,8 +17,9 @@ import re
 import time
 from typing import Any, ClassVar
 
-from hashcdc.capture.base import ConnectionLostError, LogCapture, first_line, qualified_name
+from hashcdc.capture.base import ConnectionLostError, LogCapture, first_line
 from hashcdc.capture.envelope import envelope, epoch_ms
+from hashcdc.capture.group import qualified_name
 from hashcdc.capture.mariadb_source import (
     connect,
     connection_settings,

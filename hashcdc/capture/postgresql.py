@@ -24,8 +24,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from hashcdc.capture import pgoutput
-from hashcdc.capture.base import ConnectionLostError, LogCapture, first_line, qualified_name
+from hashcdc.capture.base import ConnectionLostError, LogCapture, first_line
 from hashcdc.capture.envelope import envelope, epoch_ms
+from hashcdc.capture.group import qualified_name
 from hashcdc.capture.postgresql_source import (
     connect,
     log_position,

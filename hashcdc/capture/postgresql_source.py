@@ -12,11 +12,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from hashcdc.capture import pgoutput
-from hashcdc.capture.base import (
+from hashcdc.capture.base import ConnectionLostError, first_line
+from hashcdc.capture.group import (
     CaptureGroup,
-    ConnectionLostError,
     check_report,
-    first_line,
     missing_column,
     qualified_name,
     unrepresentable,

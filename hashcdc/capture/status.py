@@ -20,7 +20,7 @@ from hashcdc.errors import HashcdcError
 
 def _server_position(tables: list[TableConfig]) -> int | str:
     """The server's current log position, or why it is not known."""
-    from hashcdc.capture.base import capture_group, source_module
+    from hashcdc.capture.group import capture_group, source_module
 
     group = capture_group(tables)
     try:
@@ -41,7 +41,7 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
         offsets = Offsets.load(state_dir / f"{slot}.json", slot)
         if offsets.updated is None:
             continue
-        from hashcdc.capture.base import source_module
+        from hashcdc.capture.group import source_module
 
         source = source_module(members[0].source.database.kind)  # type: ignore[union-attr]
         server = _server_position(members)

@@ -89,7 +89,8 @@ def _pause_or_resume(state_dir: Path, tables: list[TableConfig], pause: bool) ->
 
 def cmd_capture(args: argparse.Namespace) -> int:
     """Stream the selected tables' changes from their database's log (or check it)."""
-    from hashcdc.capture.base import CaptureOptions, capture_group, source_module
+    from hashcdc.capture.base import CaptureOptions
+    from hashcdc.capture.group import capture_group, source_module
 
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
