@@ -710,3 +710,20 @@ def test_shape_changes_land_as_schema_change_events(
     project.add_table(config)
     assert main([*root, "capture", "--once", "--date", SECOND]) == 0
     assert landed_items() == [("u", "after the drop"), ("c", "after the rename")]
+
+    # Renamed again while capture is down, with a change before and after: once the config
+    # names it, the start finds it and the log's changes under both names land.
+    sql(f"update {table}_v2 set item = 'before the second rename' where id = 2")
+    sql(f"alter table {table}_v2 rename to {table}_v3")
+    sql(f"insert into {table}_v3 values (61, 'after the second rename', 1, null, true)")
+    config["source"]["database"]["table"] = f"{table}_v3"
+    project.add_table(config)
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 0
+    assert landed_items()[2:] == [
+        ("u", "before the second rename"),
+        ("c", "after the second rename"),
+    ]
+    last = _schema_changes(project, SECOND, name)[-1]["changes"]
+    assert [(c["change"], c["to"]) for c in last] == [
+        ("table renamed", f"{renamed}".replace("_v2", "_v3"))
+    ]
