@@ -248,7 +248,7 @@ def distance(server: int, landed: int) -> str:
     return f"{max(server - landed, 0):,} bytes"
 
 
-# -- `hashcdc bench --capture` (hashcdc.capture.bench) ---------------------------------
+# -- `hashcdc bench --capture` (hashcdc.bench.capture) ---------------------------------
 
 
 def bench_prepare(connection: Any, table: str, rows: int) -> None:

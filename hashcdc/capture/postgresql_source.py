@@ -317,7 +317,7 @@ def distance(server: int, landed: int) -> str:
     return f"{max(server - landed, 0):,} bytes"
 
 
-# -- `hashcdc bench --capture` (hashcdc.capture.bench) ---------------------------------
+# -- `hashcdc bench --capture` (hashcdc.bench.capture) ---------------------------------
 
 FLOOR_SLOT = "hashcdc_bench_floor"
 

@@ -115,11 +115,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    """Run the benchmark (``hashcdc.bench``) and report it."""
-    from hashcdc import bench
+    """Run the benchmark (:mod:`hashcdc.bench`) and report it."""
+    from hashcdc.bench import run as bench
 
     if args.formats:
-        from hashcdc import bench_formats
+        from hashcdc.bench import formats as bench_formats
 
         report = bench_formats.run(args.rows, args.output)
         table = bench_formats.markdown(report)
@@ -129,7 +129,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 0
     project_dir = find_project_dir(args.project_dir)
     if args.capture:
-        from hashcdc.capture import bench as capture_bench
+        from hashcdc.bench import capture as capture_bench
 
         for rows in args.rows:
             figures = capture_bench.run(project_dir, args.capture, rows)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
-from hashcdc.bench import _peer_days
-from hashcdc.bench_report import _peer_cell
-from hashcdc.peer import DuckdbPeer, PeerCase
+from hashcdc.bench.peer import DuckdbPeer, PeerCase
+from hashcdc.bench.report import _peer_cell
+from hashcdc.bench.run import _peer_days
 
 COLUMNS = [{"name": "id", "type": "bigint", "key": True}, {"name": "name", "type": "string"}]
 

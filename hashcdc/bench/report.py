@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hashcdc.peer import PEERS
+from hashcdc.bench.peer import PEERS
 
 FIXED_CHANGES = 10_000  # the same changed rows at every size: cost follows the change
 CASES = (

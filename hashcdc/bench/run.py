@@ -8,11 +8,11 @@ day 2 changes 1% of the keys. Every date runs through the real pipeline (dbt in-
 the same SparkSession), its tests timed apart. In the same session it measures the
 **copy floor** (reading a day's CSV and writing it once as parquet), the hash stage
 alone, dbt's parse and compile, and start-up (JVM, metastore); with ``--peer
-dbt-duckdb`` each case also runs through :mod:`hashcdc.peer`; up to
+dbt-duckdb`` each case also runs through :mod:`hashcdc.bench.peer`; up to
 ``--end-to-end-max-rows``, ``hashcdc run`` of day 2 is timed as a process of its own.
 
 Results go to ``<output>/bench.json`` (after every step) and a markdown report
-(``--report``, e.g. ``docs/benchmarks.md``; rendered by :mod:`hashcdc.bench_report`).
+(``--report``, e.g. ``docs/benchmarks.md``; rendered by :mod:`hashcdc.bench.report`).
 Benchmarks are never part of the test suite's assertions.
 
 Over 400 lines: the cases share one scratch project, one Spark session and one figures
@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from hashcdc import bench_report
-from hashcdc.bench_report import FIXED_CHANGES, PEER_FIGURES
-from hashcdc.peer import PEERS, PeerFailedError, meminfo_kib
+from hashcdc.bench import report as bench_report
+from hashcdc.bench.peer import PEERS, PeerFailedError, meminfo_kib
+from hashcdc.bench.report import FIXED_CHANGES, PEER_FIGURES
 from hashcdc.relations import Relations
 
 DATES = ("2019-06-18", "2019-06-19", "2019-06-20")
@@ -259,7 +259,7 @@ def _small_change_options(rows: int, extract_type: str) -> Any:
 def _peer_case(work: Path, options: Any) -> Any:
     """The peer's view of a generated table."""
     from hashcdc import datagen
-    from hashcdc.peer import PeerCase
+    from hashcdc.bench.peer import PeerCase
 
     return PeerCase(
         name=options.table_name,
@@ -332,7 +332,7 @@ def _end_to_end(project_dir: Path, work: Path, table: str) -> dict[str, float]:
 
 def _peers(args: argparse.Namespace, work: Path, cases: list[Any]) -> list[Any]:
     """The peers asked for with ``--peer``, each a scratch project under the output folder."""
-    from hashcdc.peer import SparkPeer
+    from hashcdc.bench.peer import SparkPeer
     from hashcdc.project import profile_output
 
     peers = []
