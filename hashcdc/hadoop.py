@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,10 +64,9 @@ class HadoopFiles:
         files: list[str] = []
         for status in fs.globStatus(pattern) or []:
             if status.isDirectory():
-                for child in fs.listStatus(status.getPath()):
-                    name = child.getPath().getName()
-                    if child.isFile() and not name.startswith((".", "_")):
-                        files.append(child.getPath().toString())
+                files += self._files_in(
+                    fs, status.getPath(), lambda n: not n.startswith((".", "_"))
+                )
             else:
                 files.append(status.getPath().toString())
         return sorted(files)
@@ -77,19 +77,20 @@ class HadoopFiles:
         fs = self.filesystem(path)
         if not fs.exists(path):
             return []
-        return sorted(
+        return sorted(self._files_in(fs, path, lambda name: name.startswith(prefix)))
+
+    @staticmethod
+    def _files_in(fs: Any, folder: Any, keep: Callable[[str], bool]) -> list[str]:
+        """The files (not folders) of a folder whose names ``keep`` accepts."""
+        return [
             child.getPath().toString()
-            for child in fs.listStatus(path)
-            if child.isFile() and child.getPath().getName().startswith(prefix)
-        )
+            for child in fs.listStatus(folder)
+            if child.isFile() and keep(child.getPath().getName())
+        ]
 
     def read_text(self, file: str) -> str:
         """A small file's whole text (UTF-8)."""
-        stream = self._open(file)
-        try:
-            return bytes(stream.readAllBytes()).decode("utf-8")
-        finally:
-            stream.close()
+        return self._read(file, None).decode("utf-8")
 
     def exists(self, location: str) -> bool:
         """Whether a file or folder is there."""
@@ -124,9 +125,13 @@ class HadoopFiles:
 
     def head(self, file: str, size: int) -> bytes:
         """Up to the first ``size`` bytes of a file as Spark reads it."""
+        return self._read(file, size)
+
+    def _read(self, file: str, size: int | None) -> bytes:
+        """A file's first ``size`` bytes (None: all of it), a changed file named as such."""
         stream = self._open(file)
         try:
-            return bytes(stream.readNBytes(size))
+            return bytes(stream.readAllBytes() if size is None else stream.readNBytes(size))
         except Exception as exc:
             self._raise_if_checksum(exc, file)
             raise

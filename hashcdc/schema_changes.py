@@ -84,18 +84,18 @@ def schema_change_event(
     )  # fmt: skip
     table_change: dict[str, Any] = {
         "type": kind,
-        "id": ".".join(f'"{part}"' for part in table_id),
+        "id": _debezium_id(table_id),
         "table": {
             "primaryKeyColumnNames": keys,
             "columns": [
-                {"name": name, "typeName": kind, "position": position}
-                for position, (name, kind) in enumerate(columns, start=1)
+                {"name": name, "typeName": type_name, "position": position}
+                for position, (name, type_name) in enumerate(columns, start=1)
             ],
         },
     }
     renamed = [change for change in changes if change["change"] == TABLE_RENAMED]
     if renamed:
-        table_change["previousId"] = ".".join(f'"{p}"' for p in renamed[0]["from"].split(".", 1))
+        table_change["previousId"] = _debezium_id(renamed[0]["from"].split(".", 1))
     return json.dumps(
         {
             "source": {"version": "hashcdc", **source},
@@ -109,6 +109,11 @@ def schema_change_event(
         separators=(",", ":"),
         default=str,
     )
+
+
+def _debezium_id(parts: Iterable[str]) -> str:
+    """A table's id as Debezium writes it: ``"schema"."table"``."""
+    return ".".join(f'"{part}"' for part in parts)
 
 
 def read_schema_changes(texts: Iterable[str]) -> list[dict[str, Any]]:

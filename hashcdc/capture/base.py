@@ -349,21 +349,20 @@ class LogCapture:
         for table_name, columns in self.pending_shapes.items():
             self.offsets.tables[table_name].columns = [list(column) for column in columns]
         self.pending_shapes.clear()
-        for table_name, path, events in landed:
-            if path.name.startswith(SCHEMA_FILE_PREFIX):
-                continue
+        # Schema-change files commit with the events but are no events of their own.
+        events = [entry for entry in landed if not entry[1].name.startswith(SCHEMA_FILE_PREFIX)]
+        for table_name, _, count in events:
             progress = self.offsets.tables[table_name]
-            progress.events += events
+            progress.events += count
             progress.files += 1
             progress.last_commit_time = self.offsets.commit_time
         if landed or end_position > self.offsets.position:
             self.offsets.position = max(self.offsets.position, end_position)
             self.offsets.save()
             self.confirm()
-        landed = [entry for entry in landed if not entry[1].name.startswith(SCHEMA_FILE_PREFIX)]
-        if landed:
+        if events:
             self.print(
-                f"landed {sum(e for _, _, e in landed)} events in {len(landed)} file(s) up to "
+                f"landed {sum(e for _, _, e in events)} events in {len(events)} file(s) up to "
                 f"{self.position_text(self.offsets.commit_lsn)}"
             )
         self.apply_control()

@@ -204,6 +204,9 @@ class PostgresCapture(LogCapture):
             options={"proto_version": "1", "publication_names": self.group.publication},
             status_interval=10,
         )
+        # The server sends each relation again in a new session, and a shape seen in a
+        # session whose roll was lost must be compared again.
+        self.relations = {}
         self.streaming = True
         self.print(f"streaming from {pgoutput.lsn_text(self.offsets.position)}")
         transaction: pgoutput.Begin | None = None
@@ -265,9 +268,12 @@ class PostgresCapture(LogCapture):
         as a schema-change event. A renamed table stays captured (by its id); the next
         start needs the new name in its config, and the capture says so.
         """
+        previous = self.relations.get(relation.relation_id)
         self.relations[relation.relation_id] = relation
         table = self.captured.get(relation.relation_id)
         if table is None or transaction is None:  # not captured, or landed already
+            return
+        if relation == previous:  # sent again unchanged (a cache invalidation): compared
             return
         renamed: tuple[dict[str, Any], ...] = ()
         known = self.offsets.progress(table, qualified_name(table)).source
