@@ -138,20 +138,9 @@ def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     root = tmp_path_factory.mktemp("hashcdc_session")
     os.environ.update(scratch_project(REPO, root))
-    os.environ.update(SMALL_DATA_SETTINGS)
+    os.environ.update({"HASHCDC_LOCAL_MASTER": "local[2]", "HASHCDC_SHUFFLE_PARTITIONS": "2"})
     return root
 
-
-# The tests' tables hold a handful of rows: two cores, two shuffle partitions, and Spark's
-# interpreted expressions without adaptive execution (generated code and re-planning cost
-# more than such data). The bench smoke, crash and cluster tests run the profile's
-# defaults, so generated code and adaptive execution stay covered.
-SMALL_DATA_SETTINGS = {
-    "HASHCDC_LOCAL_MASTER": "local[2]",
-    "HASHCDC_SHUFFLE_PARTITIONS": "2",
-    "HASHCDC_CODEGEN": "false",
-    "HASHCDC_ADAPTIVE": "false",
-}
 
 _schema_numbers = itertools.count(1)
 

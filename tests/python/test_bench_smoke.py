@@ -15,10 +15,6 @@ REPO = Path(__file__).resolve().parents[2]
 def test_bench_smoke(project: Any, tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
     for name in [k for k in os.environ if k.startswith("HASHCDC_")]:
         monkeypatch.setenv(name, os.environ[name])  # restored after the test
-    # The bench measures the profile's defaults (generated code, adaptive execution), not
-    # the suite's small-data settings: those paths stay covered here.
-    monkeypatch.setenv("HASHCDC_CODEGEN", "true")
-    monkeypatch.setenv("HASHCDC_ADAPTIVE", "true")
     project.spark  # noqa: B018 - the shared session exists before the bench starts
     report = tmp_path / "bench.md"
     status = main(

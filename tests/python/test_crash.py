@@ -67,9 +67,6 @@ def crash_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
         HASHCDC_LOCAL_MASTER="local[2]",
         HASHCDC_SHUFFLE_PARTITIONS="2",
         HASHCDC_DRIVER_MEMORY="1g",
-        # 300,000 rows a date: generated code pays off (not the suite's small-data settings).
-        HASHCDC_CODEGEN="true",
-        HASHCDC_ADAPTIVE="true",
         PYTHONUNBUFFERED="1",
     )
     config = {
