@@ -12,11 +12,15 @@ By policy, the state model compacts itself after a date's commit once
 ``hashcdc_compact_every_dates`` dates (dbt_project.yml) have been applied since its last
 ``OPTIMIZE`` (:func:`compact_if_due`, called by the state's post-hook through the adapter),
 so ``hashcdc run`` and ``dbt build`` alike keep reads fast without a separate schedule.
+Delta's ``OPTIMIZE`` commits nothing when the table is already compact (one file or none
+per partition); such a compaction still counts, so the table records it as a commit that
+sets the property ``hashcdc.compacted_through`` (the version found compact).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +34,7 @@ from hashcdc.versions import (
 )
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+COMPACTED_THROUGH_PROPERTY = "hashcdc.compacted_through"
 
 
 @dataclass(frozen=True)
@@ -84,20 +89,47 @@ def compact(spark: Any, table: str, kept_dates: int) -> Compacted | None:
         return None
     [result] = spark.sql(f"optimize {table}").collect()
     metrics = result["metrics"]
+    if int(metrics["numFilesRemoved"]) == 0:
+        _record_already_compact(spark, table)
     kept_since = retain(spark, table, kept_dates)
     return Compacted(
         table, int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"]), kept_since
     )
 
 
-def dates_since_compaction(history: list[dict[str, Any]]) -> int:
-    """Dates applied after the latest ``OPTIMIZE`` the table still holds.
+def _record_already_compact(spark: Any, table: str) -> None:
+    """Commit the compaction ``OPTIMIZE`` found nothing to do for, so that it counts."""
+    [latest] = spark.sql(f"describe history {table} limit 1").select("version").collect()
+    spark.sql(
+        f"alter table {table} set tblproperties "
+        f"('{COMPACTED_THROUGH_PROPERTY}' = '{int(latest['version'])}')"
+    )
 
-    An ``OPTIMIZE`` a ``RESTORE`` undid does not count (``describe history`` rows, any order).
+
+def is_compaction(commit: dict[str, Any]) -> bool:
+    """Whether a commit (a ``describe history`` row) compacted the table.
+
+    An ``OPTIMIZE`` did, and so did the record of one that found nothing to do.
+    """
+    if commit.get("operation") == "OPTIMIZE":
+        return True
+    if commit.get("operation") != "SET TBLPROPERTIES":
+        return False
+    try:
+        properties = json.loads((commit.get("operationParameters") or {}).get("properties", "{}"))
+    except ValueError:
+        return False
+    return isinstance(properties, dict) and COMPACTED_THROUGH_PROPERTY in properties
+
+
+def dates_since_compaction(history: list[dict[str, Any]]) -> int:
+    """Dates applied after the latest compaction the table still holds.
+
+    A compaction a ``RESTORE`` undid does not count (``describe history`` rows, any order).
     """
     dates = 0
     for commit in reversed(effective_commits(history)):
-        if commit.get("operation") == "OPTIMIZE":
+        if is_compaction(commit):
             break
         dates += commit_date(commit) is not None
     return dates

@@ -4,10 +4,11 @@ the same rules through real tables)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from hashcdc.maintenance import dates_since_compaction
-from hashcdc.versions import DateVersion, applied_from_history, commit_metadata
+from hashcdc.maintenance import COMPACTED_THROUGH_PROPERTY, dates_since_compaction
+from hashcdc.versions import KEPT_SINCE_PROPERTY, DateVersion, applied_from_history, commit_metadata
 
 
 def date_commit(version: int, business_date: str, reset: bool = False) -> dict[str, Any]:
@@ -20,6 +21,11 @@ def date_commit(version: int, business_date: str, reset: bool = False) -> dict[s
 
 def optimize(version: int) -> dict[str, Any]:
     return {"version": version, "operation": "OPTIMIZE", "userMetadata": None}
+
+
+def set_property(version: int, name: str, value: str) -> dict[str, Any]:
+    parameters = {"properties": json.dumps({name: value})}
+    return {"version": version, "operation": "SET TBLPROPERTIES", "operationParameters": parameters}
 
 
 def restore(version: int, to: int) -> dict[str, Any]:
@@ -50,3 +56,13 @@ def test_dates_since_compaction_ignore_a_compaction_restored_away() -> None:
     rerun = [*history[:3], restore(3, 0), date_commit(4, "2024-01-02")]
     assert dates_since_compaction(rerun) == 2
     assert dates_since_compaction([]) == 0
+
+
+def test_a_compaction_with_nothing_to_do_counts_through_its_record() -> None:
+    # Delta's OPTIMIZE commits nothing on a compact table; hashcdc records it instead.
+    history = [date_commit(0, "2024-01-01"), date_commit(1, "2024-01-02")]
+    assert dates_since_compaction([*history, set_property(2, KEPT_SINCE_PROPERTY, "x")]) == 2
+    recorded = [*history, set_property(2, COMPACTED_THROUGH_PROPERTY, "1")]
+    assert dates_since_compaction(recorded) == 0
+    assert dates_since_compaction([*recorded, date_commit(3, "2024-01-03")]) == 1
+    assert dates_since_compaction([*recorded, restore(3, 1)]) == 2
