@@ -21,6 +21,11 @@ from typing import Any
 
 import pytest
 import yaml
+from time_ledger import (  # noqa: F401 - the hooks that report where the time goes
+    pytest_configure,
+    pytest_runtest_protocol,
+    pytest_terminal_summary,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 # A test that uses one of these needs the shared SparkSession: it is in the `spark` tier.
