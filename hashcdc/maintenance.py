@@ -20,7 +20,6 @@ sets the property ``hashcdc.compacted_through`` (the version found compact).
 from __future__ import annotations
 
 import datetime as dt
-import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from hashcdc.versions import (
     commit_date,
     effective_commits,
     is_delta,
+    json_object,
 )
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -89,12 +89,11 @@ def compact(spark: Any, table: str, kept_dates: int) -> Compacted | None:
         return None
     [result] = spark.sql(f"optimize {table}").collect()
     metrics = result["metrics"]
-    if int(metrics["numFilesRemoved"]) == 0:
+    files_removed = int(metrics["numFilesRemoved"])
+    if files_removed == 0:
         _record_already_compact(spark, table)
     kept_since = retain(spark, table, kept_dates)
-    return Compacted(
-        table, int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"]), kept_since
-    )
+    return Compacted(table, files_removed, int(metrics["numFilesAdded"]), kept_since)
 
 
 def _record_already_compact(spark: Any, table: str) -> None:
@@ -115,11 +114,8 @@ def is_compaction(commit: dict[str, Any]) -> bool:
         return True
     if commit.get("operation") != "SET TBLPROPERTIES":
         return False
-    try:
-        properties = json.loads((commit.get("operationParameters") or {}).get("properties", "{}"))
-    except ValueError:
-        return False
-    return isinstance(properties, dict) and COMPACTED_THROUGH_PROPERTY in properties
+    properties = json_object((commit.get("operationParameters") or {}).get("properties"))
+    return COMPACTED_THROUGH_PROPERTY in properties
 
 
 def dates_since_compaction(history: list[dict[str, Any]]) -> int:

@@ -67,7 +67,11 @@ def commit_metadata_statement(business_date: str | None, reset: bool = False) ->
     return f"set {COMMIT_METADATA_SETTING} = {commit_metadata(business_date, reset)}"
 
 
-def _metadata(text: str | None) -> dict[str, Any]:
+def json_object(text: str | None) -> dict[str, Any]:
+    """A JSON object from a commit's text field (``userMetadata``, an operation parameter).
+
+    Empty when the text is missing, not JSON, or not an object.
+    """
     if not text:
         return {}
     try:
@@ -88,7 +92,7 @@ def effective_commits(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if commit.get("operation") == "RESTORE":
             restored = int((commit.get("operationParameters") or {}).get("version", -1))
             effective = [c for c in effective if int(c["version"]) <= restored]
-        elif _metadata(commit.get("userMetadata")).get(RESET_KEY):
+        elif json_object(commit.get("userMetadata")).get(RESET_KEY):
             effective = []
         effective.append(commit)
     return effective
@@ -96,7 +100,7 @@ def effective_commits(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def commit_date(commit: dict[str, Any]) -> str | None:
     """The business date a commit applied (None: a reset, or not a date's commit)."""
-    metadata = _metadata(commit.get("userMetadata"))
+    metadata = json_object(commit.get("userMetadata"))
     if metadata.get(RESET_KEY) or BUSINESS_DATE_KEY not in metadata:
         return None
     return str(metadata[BUSINESS_DATE_KEY])

@@ -39,12 +39,13 @@ def _module_of(item: pytest.Item) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Any) -> Iterator[None]:
     """Time each test, set-up and tear-down included, under its module."""
-    _current[:] = [_module_of(item)]
+    module = _module_of(item)
+    _current[:] = [module]
     started = time.perf_counter()
     try:
         return (yield)
     finally:
-        _modules[_current[0]].wall += time.perf_counter() - started
+        _modules[module].wall += time.perf_counter() - started
 
 
 def timed_invoke(invoke: Any) -> Any:
@@ -63,11 +64,9 @@ def timed_invoke(invoke: Any) -> Any:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Count the in-process dbt commands (dbt is imported only when a test needs it)."""
-    try:
-        from dbt.cli.main import dbtRunner
-    except ImportError:  # pragma: no cover - dbt is a dependency
-        return
+    """Count the in-process dbt commands."""
+    from dbt.cli.main import dbtRunner
+
     dbtRunner.invoke = timed_invoke(dbtRunner.invoke)
 
 
