@@ -39,7 +39,13 @@ from hashcdc.column_types import type_change_problem
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.errors import ConfigError, HashcdcError
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
-from hashcdc.versions import applied_versions, is_delta, state_properties
+from hashcdc.versions import (
+    ADDED_PROPERTY_PREFIX,
+    OWN_PROPERTY_PREFIX,
+    applied_versions,
+    is_delta,
+    state_properties,
+)
 
 # hashcdc's own columns a table kind carries besides the configured ones (name -> type),
 # added to tables written by an earlier release.
@@ -50,10 +56,6 @@ IMAGE_COLUMNS = ("before_image", "after_image")
 CHANGED_COLUMNS = "changed_columns"
 REWRITE_SUFFIX = "__hashcdc_rewrite"
 RETIRED_SUFFIX = "__hashcdc_retired"
-# Table properties that are hashcdc's (copied by a rewrite); Spark's own are not.
-OWN_PROPERTY_PREFIX = "hashcdc."
-# On the state table: the inferred first date of a column added without `added:`.
-ADDED_PROPERTY_PREFIX = OWN_PROPERTY_PREFIX + "added."
 
 
 @dataclass(frozen=True)

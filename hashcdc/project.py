@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
+import logging
 import os
 import sys
 import threading
@@ -233,6 +234,18 @@ def stop_spark_and_wait() -> None:
         process.wait()
 
 
+def quiet_query_context_loggers() -> None:
+    """Keep pyspark from logging every failed statement's stack to stderr.
+
+    PySpark logs an analysis error with its Java and Python stack (a JSON line) before
+    raising it; the error itself reaches dbt and the CLI, which say it in one line.
+    """
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def session_with(settings: dict[str, Any] | None) -> Any:
     """The process's SparkSession with Hive support and ``settings``.
 
@@ -255,6 +268,7 @@ def session_with(settings: dict[str, Any] | None) -> Any:
     if first:
         atexit.register(stop_spark_and_wait)
         note_spark_jvm(getattr(getattr(SparkContext._gateway, "proc", None), "pid", None))  # noqa: SLF001
+        quiet_query_context_loggers()
     prepare_shared_metastore(spark, settings)
     watch_executors(spark)
     return spark

@@ -14,14 +14,20 @@ One home for the rule, used by the dbt macros (through the adapter's
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from hashcdc.errors import HashcdcError
 from hashcdc.relations import is_state
 
 BUSINESS_DATE_KEY = "hashcdc_business_date"
 # The oldest date whose version retention keeps (hashcdc.maintenance).
 KEPT_SINCE_PROPERTY = "hashcdc.kept_since"
+# Table properties that are hashcdc's (copied by a rewrite); Spark's and Delta's are not.
+OWN_PROPERTY_PREFIX = "hashcdc."
+# On the state table: the inferred first date of a column added without `added:`.
+ADDED_PROPERTY_PREFIX = OWN_PROPERTY_PREFIX + "added."
 RESET_KEY = "hashcdc_reset"
 # The session setting whose value Delta records as each commit's ``userMetadata``.
 COMMIT_METADATA_SETTING = "spark.databricks.delta.commitInfo.userMetadata"
@@ -128,9 +134,7 @@ def applied_versions(spark: Any, table: str) -> list[DateVersion]:
         return []  # a parquet state of an earlier release (hashcdc.upgrade converts it)
     rows = spark.sql(f"describe history {table}").collect()
     applied = applied_from_history([row.asDict() for row in rows])
-    kept_since = {row[0]: row[1] for row in spark.sql(f"show tblproperties {table}").collect()}.get(
-        KEPT_SINCE_PROPERTY
-    )
+    kept_since = table_properties(spark, table).get(KEPT_SINCE_PROPERTY)
     return [a for a in applied if not kept_since or a.business_date >= kept_since]
 
 
@@ -196,22 +200,112 @@ def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -
     return sorted([*shadowed, *views])
 
 
+# A relation in a parsed plan's tree: ``'UnresolvedRelation [schema, name], [], false``.
+_RELATION = re.compile(r"'UnresolvedRelation \[(.*?)\], \[")
+# What a query's text holds besides names: string literals and comments, never rewritten.
+_LITERAL = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|--[^\n]*|/\*.*?\*/"
+SESSION_CATALOG = "spark_catalog"
+
+
+def query_relations(spark: Any, sql: str) -> list[list[str]]:
+    """The relations a query names (each as its name parts), subqueries and CTEs included.
+
+    Read from Spark's own parser (the plan before analysis), so what counts as a name is
+    what Spark would resolve.
+    """
+    plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
+    return [
+        [part.strip() for part in found.split(",")]
+        for found in _RELATION.findall(plan.treeString())
+    ]
+
+
+def as_of_query(spark: Any, schema: str, sql: str, business_date: str) -> str:
+    """``sql`` made to read every relation as it was after ``business_date``.
+
+    The schema's tables are shadowed by :func:`as_of_views` (under their own names); a
+    name written with the schema (``schema.t``, ```schema`.`t```, ``spark_catalog.schema.t``)
+    is rewritten to the shadowing view, so both spellings read the same version. A name
+    ``--as-of`` cannot serve (another schema, a path) is refused, never read at its latest.
+    """
+    shadowed = {name.lower() for name in as_of_views(spark, schema, business_date)}
+    own = schema.lower()
+    for parts in query_relations(spark, sql):
+        lowered = [part.lower() for part in parts]
+        if lowered[:1] == [SESSION_CATALOG]:
+            lowered = lowered[1:]
+        # The schema's own names are served (one it lacks, Spark names in its error).
+        if len(lowered) == 1 or (len(lowered) == 2 and lowered[0] == own):
+            continue
+        raise HashcdcError(
+            f"query --as-of {business_date}: `{'.'.join(parts)}` is not a table of schema "
+            f"{schema}, the only one --as-of reads as of a date; name a table of {schema} "
+            "(with or without the schema), or query it without --as-of"
+        )
+    names = "|".join(re.escape(name) for name in sorted(shadowed, key=len, reverse=True))
+    if not names:
+        return sql
+    qualified = re.compile(
+        rf"({_LITERAL})|(?<![\w.`])(?:`?{SESSION_CATALOG}`?\s*\.\s*)?`?{re.escape(schema)}`?"
+        rf"\s*\.\s*`?({names})`?(?![\w`])",
+        re.IGNORECASE | re.DOTALL,
+    )
+    return qualified.sub(lambda m: m.group(1) or f"`{m.group(2)}`", sql)
+
+
 def _view_text(spark: Any, view: str) -> str:
     return str(_details(spark, view)["View Text"])
 
 
 def restore(spark: Any, table: str, version: int) -> None:
-    """Restore a state to ``version``, keeping the columns added since (none are lost).
+    """Restore a state's rows to ``version``, keeping its shape and records of now.
 
-    A rerun or a replay restores the state the date was computed from; a column the
-    config added after that version stays (null, as for every date before it), since the
-    date's rows are computed with it.
+    A rerun or a replay restores the state the date was computed from. Delta's RESTORE
+    also puts back that version's schema and table properties, but the date's rows are
+    computed with the config of now: a column added since stays (null, as for every date
+    before it), a column widened since stays wide, and what hashcdc recorded since (a
+    column's inferred first date, the retention's oldest kept date) stays recorded.
     """
-    columns_now = {f.name: f.dataType.simpleString() for f in spark.table(table).schema}
+    shape_now = {f.name: f.dataType.simpleString() for f in spark.table(table).schema}
+    kept = {
+        key: value
+        for key, value in table_properties(spark, table).items()
+        if key.startswith(ADDED_PROPERTY_PREFIX) or key == KEPT_SINCE_PROPERTY
+    }
     spark.sql(f"restore table {table} to version as of {version}")
-    restored = {f.name for f in spark.table(table).schema}
-    lost = [
-        f"`{name}` {data_type}" for name, data_type in columns_now.items() if name not in restored
-    ]
+    restored = {f.name: f.dataType.simpleString() for f in spark.table(table).schema}
+    properties = table_properties(spark, table)
+    lost = {name: kind for name, kind in shape_now.items() if name not in restored}
+    narrowed = {
+        name for name, kind in restored.items() if name in shape_now and shape_now[name] != kind
+    }
+    forgotten = {key: value for key, value in kept.items() if properties.get(key) != value}
+    if narrowed:
+        # Delta cannot widen a column in place: the restored rows are rewritten in one
+        # commit with the types of now (and the columns added since).
+        select = [
+            f"cast(`{name}` as {shape_now[name]}) as `{name}`" if name in narrowed else f"`{name}`"
+            for name in restored
+        ] + [f"cast(null as {kind}) as `{name}`" for name, kind in lost.items()]
+        carried = {
+            key: value
+            for key, value in properties.items()
+            if key.startswith(OWN_PROPERTY_PREFIX) or key.startswith("delta.enable")
+        } | kept
+        listed = ", ".join(f"'{key}' = '{value}'" for key, value in carried.items())
+        spark.sql(
+            f"create or replace table {table} using delta tblproperties ({listed}) "
+            f"as select {', '.join(select)} from {table}"
+        )
+        return
     if lost:
-        spark.sql(f"alter table {table} add columns ({', '.join(lost)})")
+        columns = ", ".join(f"`{name}` {kind}" for name, kind in lost.items())
+        spark.sql(f"alter table {table} add columns ({columns})")
+    if forgotten:
+        listed = ", ".join(f"'{key}' = '{value}'" for key, value in forgotten.items())
+        spark.sql(f"alter table {table} set tblproperties ({listed})")
+
+
+def table_properties(spark: Any, table: str) -> dict[str, str]:
+    """A table's properties (``show tblproperties``)."""
+    return {row[0]: row[1] for row in spark.sql(f"show tblproperties {table}").collect()}

@@ -23,6 +23,7 @@ from hashcdc.capture.group import CaptureGroup, qualified_name
 from hashcdc.capture.landing import (
     CONTROL_SUFFIX,
     FILE_SUFFIX,
+    PART_PREFIX,
     SCHEMA_TAG,
     Landing,
     Offsets,
@@ -99,6 +100,9 @@ class LogCapture:
         # Shapes seen in the log but not landed yet (table name -> columns): saved in the
         # offsets with the roll that lands their schema-change events.
         self.pending_shapes: dict[str, list[SourceColumn]] = {}
+        # The last transaction read but not landed yet (its commit position and time):
+        # the offsets take it only with the roll that lands its events.
+        self.unlanded: tuple[int, dt.datetime] | None = None
 
     def print(self, message: str) -> None:
         """A progress line (never a credential: connection settings are not printed)."""
@@ -133,8 +137,7 @@ class LogCapture:
                 self.land_quiet_date()
                 return 0
             except ConnectionLostError as exc:
-                self.landing.discard()
-                self.pending_shapes.clear()
+                self.back_to_landed()
                 now = time.monotonic()
                 if self.streaming or lost_since is None:
                     lost_since, attempt = now, 0
@@ -148,6 +151,19 @@ class LogCapture:
                 pause = min(2.0 ** (attempt - 1), 30.0)
                 self.print(f"{exc}; retrying in {pause:.0f} s")
                 time.sleep(pause)
+
+    def back_to_landed(self) -> None:
+        """Drop what was read but not landed, and every in-memory trace of it.
+
+        The invariant: in memory, the offsets are those saved (the last roll's), so a
+        new session resumes from what is landed and skips only transactions at or before
+        the landed commit point. Unlanded parts go; the offsets are read back from their
+        file (a table's shape or new name seen since the roll goes with them).
+        """
+        self.landing.discard()
+        self.pending_shapes.clear()
+        self.unlanded = None
+        self.offsets = Offsets.load(self.offsets.path, self.group.slot)
 
     def _on_signal(self, signum: int, frame: Any) -> None:
         self.signalled = True
@@ -229,8 +245,11 @@ class LogCapture:
     def remove_uncommitted(self) -> None:
         """Remove landed (or held) files past the offsets: a roll that did not commit.
 
-        Their transactions are streamed again.
+        Their transactions are streamed again. So are those of a dead capture's part
+        files (``_capturing-<slot>-<pid>``, left by a SIGKILL): they are removed too, so
+        none stays for good, nor is opened again by a later process given the same pid.
         """
+        open_parts = {Path(part.handle.name) for part in self.landing.parts.values()}
         for table in self.group.tables:
             pattern = str(Path(table.source.path_for("*")))
             if not Path(pattern).is_absolute():
@@ -243,6 +262,11 @@ class LogCapture:
                     if not self._committed(Path(found)):
                         self.print(f"removing {found}: landed after the last saved offsets")
                         Path(found).unlink()
+            for folder in (pattern, f"{held}/*"):
+                for found in glob.glob(f"{folder}/{PART_PREFIX}{self.group.slot}-*{FILE_SUFFIX}"):
+                    if Path(found) not in open_parts:
+                        self.print(f"removing {found}: a part file no capture is writing")
+                        Path(found).unlink(missing_ok=True)
 
     def _committed(self, path: Path) -> bool:
         position = landed_position(path, self.group.slot)
@@ -340,11 +364,15 @@ class LogCapture:
 
     def committed(self, commit_position: int, commit_time: dt.datetime) -> None:
         """A transaction of the captured tables ended: it lands with the next roll."""
-        self.offsets.commit_lsn = commit_position
-        self.offsets.commit_time = commit_time.isoformat()
+        self.unlanded = (commit_position, commit_time)
 
     def roll(self, end_position: int) -> None:
         """Land the parts, save the offsets, then confirm the position to the server."""
+        if self.unlanded is not None:
+            commit_position, commit_time = self.unlanded
+            self.offsets.commit_lsn = commit_position
+            self.offsets.commit_time = commit_time.isoformat()
+            self.unlanded = None
         landed = self.landing.land(f"{self.offsets.commit_lsn:016X}")
         for table_name, columns in self.pending_shapes.items():
             self.offsets.tables[table_name].columns = [list(column) for column in columns]

@@ -307,12 +307,13 @@ def cmd_query(args: argparse.Namespace) -> int:
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
+    sql = args.sql
     if args.as_of:
-        from hashcdc.versions import as_of_views
+        from hashcdc.versions import as_of_query
 
         schema = profile_output(project_dir, args.target)["schema"]
-        as_of_views(spark, schema, args.as_of)
-    frame = spark.sql(args.sql)
+        sql = as_of_query(spark, schema, sql, args.as_of)
+    frame = spark.sql(sql)
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(frame.columns)
     for row in frame.toLocalIterator():

@@ -1,6 +1,7 @@
 {% macro _previous_snapshot(state, previous, empty_like, columns, typed_extras={}, operations=['I', 'U', 'N', 'X']) %}
 {#- A select of the previous state's rows with the given operations, read at the version
-    of `previous` (previous_state's dict: that version, whatever was committed after it);
+    of `previous` (previous_state's dict: that version, whatever was committed after it;
+    `last_version` none: the table as it is when the query runs);
     before the first date (previous none), of no rows with the same columns and types:
     `columns` are then taken from `empty_like` (a relation or CTE that has them),
     `typed_extras` (name -> type) are typed nulls. -#}
@@ -21,7 +22,7 @@
     from {{ empty_like }}
     where false
     {%- else %}
-    from {{ state }} version as of {{ previous.last_version }}
+    from {{ state }}{% if previous.last_version is not none %} version as of {{ previous.last_version }}{% endif %}
     where operation in ('{{ operations | join("', '") }}')
     {%- endif %}
 {%- endmacro %}

@@ -7,6 +7,7 @@ folder (readable by the ``postgres`` user PostgreSQL runs as when the tests run 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -87,12 +89,25 @@ class Postgres:
     port: int
     folder: Path
     as_user: tuple[str, ...] | list[str] = ()
+    options: str = ""  # the server's settings (pg_ctl -o)
 
     def restart(self) -> None:
         """Stop the server (fast: clients are disconnected) and start it again."""
+        self._pg_ctl("-m", "fast", "-w", "restart")
+
+    def crash(self, pause: float) -> None:
+        """Stop the server abruptly (``-m immediate``: no checkpoint), start it after ``pause``.
+
+        It recovers from its log on the start, as after a power cut of the server alone.
+        """
+        self._pg_ctl("-m", "immediate", "-w", "stop")
+        time.sleep(pause)
+        self._pg_ctl("-w", "-o", self.options, "start")
+
+    def _pg_ctl(self, *args: str) -> None:
         subprocess.run(
             [*self.as_user, str(postgres_bindir() / "pg_ctl"), "-D", str(self.folder / "data"),
-             "-l", str(self.folder / "server.log"), "-m", "fast", "-w", "restart"],
+             "-l", str(self.folder / "server.log"), *args],
             check=True, capture_output=True, text=True,
         )  # fmt: skip
 
@@ -148,7 +163,7 @@ def postgres_server() -> Iterator[Postgres]:
            "start")  # fmt: skip
         pg(str(bindir / "createdb"), "-h", LOOPBACK, "-p", str(port), "-U", METASTORE_USER,
            METASTORE_DATABASE)  # fmt: skip
-        yield Postgres(port, folder, as_user)
+        yield Postgres(port, folder, as_user, options)
     finally:
         if (data / "postmaster.pid").exists():
             subprocess.run(
@@ -222,6 +237,14 @@ class MariaDB:
     def restart(self) -> None:
         """Stop the server and start it again (clients are disconnected)."""
         self.stop()
+        self.start()
+
+    def crash(self, pause: float) -> None:
+        """SIGKILL the server, start it after ``pause`` (it recovers on the start)."""
+        if self.process is not None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+        time.sleep(pause)
         self.start()
 
 
@@ -443,3 +466,118 @@ def parse_snapshot(csv_text: str) -> list[tuple[str, str]]:
     rows = list(csv.reader(io.StringIO(csv_text)))
     assert rows and rows[0] == ["relation", "row"], csv_text[:500]
     return sorted((relation, row) for relation, row in rows[1:])
+
+
+# -- Failures and load --------------------------------------------------------------------
+
+
+class LoopbackProxy:
+    """A TCP proxy on 127.0.0.1 to a local server's port; :meth:`cut` drops its connections.
+
+    A client pointed at :attr:`port` reaches the server as before; a cut closes both ends
+    of every open connection at once, as a network failure mid-transfer would, and new
+    connections are served again right after.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server((LOOPBACK, 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.open: set[socket.socket] = set()
+        self.lock = threading.Lock()
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                continue
+            try:
+                upstream = socket.create_connection((LOOPBACK, self.target_port), timeout=10)
+            except OSError:  # the server is down: the client is refused, as without a proxy
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self.lock:
+                self.open |= {client, upstream}
+            for source, target in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(source, target), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, target: socket.socket) -> None:
+        try:
+            while chunk := source.recv(65536):
+                target.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for end in (source, target):
+                self._close(end)
+
+    def _close(self, end: socket.socket) -> None:
+        with self.lock:
+            self.open.discard(end)
+        with contextlib.suppress(OSError):
+            end.shutdown(socket.SHUT_RDWR)
+        end.close()
+
+    def cut(self) -> int:
+        """Close every open connection (both ends); how many were open."""
+        with self.lock:
+            ends = list(self.open)
+        for end in ends:
+            self._close(end)
+        return len(ends) // 2
+
+    def close(self) -> None:
+        """Stop accepting and close every connection."""
+        self.closed = True
+        self.listener.close()
+        self.cut()
+
+
+class Workload(threading.Thread):
+    """Commits small transactions in a loop until stopped, through server restarts.
+
+    ``connect`` opens a DB-API connection; ``transaction(n)`` gives the statements of the
+    n-th transaction. A lost connection is opened again after a short pause; a transaction
+    that fails is rolled back (or lost with its connection) and not counted. The test
+    checks the source's own log of committed changes; ``acknowledged`` (commits the client
+    saw succeed) is a floor for it.
+    """
+
+    def __init__(self, connect: Any, transaction: Any) -> None:
+        super().__init__(daemon=True)
+        self.connect = connect
+        self.transaction = transaction
+        self.acknowledged = 0
+        self.failed = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        number, connection = 0, None
+        while not self.stopping.is_set():
+            try:
+                if connection is None:
+                    connection = self.connect()
+                with contextlib.closing(connection.cursor()) as cursor:
+                    for statement in self.transaction(number):
+                        cursor.execute(statement)
+                connection.commit()
+                self.acknowledged += 1
+            except Exception:  # noqa: BLE001 - any failure: the server went away
+                self.failed += 1
+                with contextlib.suppress(Exception):
+                    connection.close()  # type: ignore[union-attr]
+                connection = None
+                self.stopping.wait(0.2)
+            number += 1
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                connection.close()
+
+    def stop(self) -> None:
+        """Stop after the transaction under way, and wait."""
+        self.stopping.set()
+        self.join(timeout=60)

@@ -4,7 +4,9 @@ A real server (the session's, with ``wal_level = logical``) holds the source tab
 capture runs as the user would run it, a process of its own. While it runs, a workload of
 inserts, updates (a key change among them), deletes, one large transaction, an update
 that leaves a TOASTed value unchanged and a column addition is committed; the capture is
-SIGKILLed mid-stream and started again, and the server is restarted once under it. The
+SIGKILLed mid-stream and started again; then, under a sustained load of small
+transactions, the capture's connections are cut mid-stream (a loopback proxy) and the
+server is killed and started again after a pause. The
 landed events then go through the ordinary pipeline (``dbt build``): `current` must equal
 ``SELECT *`` on the source, and the history (``history: audit``: every applied event) must
 hold each committed change exactly once — counted against a trigger on the source that
@@ -13,6 +15,7 @@ logs every row change as it commits.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -26,7 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg2
+import pymysql
 import pytest
+from servers import LOOPBACK, LoopbackProxy, Workload
 
 from hashcdc.cli import main
 
@@ -35,6 +41,7 @@ TABLE = "captured_orders"
 MARIADB_TABLE = "captured_maria_orders"  # its own: both run dates 1 and 2 in one warehouse
 FIRST, SECOND, QUIET = "2024-01-01", "2024-01-02", "2024-01-03"
 LARGE_TRANSACTION_ROWS = 20_000
+LOAD_KEYS = 300_000  # the sustained load's inserted rows: ids from here on
 
 
 @pytest.fixture
@@ -157,7 +164,8 @@ class Source:
     separator: str  # between the client's output columns
     table: str  # the source table, as statements name it
     series: str  # rows numbered `n` from {first} to {last}, as a FROM clause
-    restart: Callable[[], None]
+    crash: Callable[[float], None]  # stop the server abruptly, start it after a pause
+    connect: Callable[[], Any]  # a DB-API connection to the source database
     toast: bool  # PostgreSQL: values stored out of line
     widen_amount: str  # the statement that widens `amount` to decimal(12,2)
     lake: str = TABLE  # the table's name in the lake
@@ -186,7 +194,14 @@ def _postgres_source(postgres: Any, table: str) -> Source:
         separator="|",
         table=f"public.{table}",
         series="generate_series({first}, {last}) n",
-        restart=postgres.restart,
+        crash=postgres.crash,
+        connect=lambda: psycopg2.connect(
+            host=LOOPBACK,
+            port=postgres.port,
+            dbname=SOURCE_DATABASE,
+            user="hashcdc",
+            connect_timeout=5,
+        ),
         toast=True,
         widen_amount=f"alter table public.{table} alter column amount type numeric(12,2)",
     )
@@ -198,21 +213,69 @@ def _mariadb_source(mariadb: Any, table: str) -> Source:
         separator="\t",
         table=table,
         series="(select seq as n from seq_{first}_to_{last}) numbers",
-        restart=mariadb.restart,
+        crash=mariadb.crash,
+        connect=lambda: pymysql.connect(
+            host=LOOPBACK,
+            port=mariadb.port,
+            user="hashcdc",
+            database=SOURCE_DATABASE,
+            connect_timeout=5,
+        ),
         toast=False,
         widen_amount=f"alter table {table} modify amount decimal(12,2)",
         lake=MARIADB_TABLE,
     )
 
 
+def _load(source: Source) -> Workload:
+    """Sustained load: each transaction updates a row, inserts one, every 4th deletes one."""
+
+    def transaction(n: int) -> list[str]:
+        statements = [
+            f"update {source.table} set amount = amount + 1 where id = {1 + n % 9}",
+            f"insert into {source.table} (id, item, amount, paid) "
+            f"values ({LOAD_KEYS + n}, 'load', {n % 1000}, true)",
+        ]
+        if n % 4 == 3:
+            statements.append(f"delete from {source.table} where id = {LOAD_KEYS + n - 2}")
+        return statements
+
+    return Workload(source.connect, transaction)
+
+
+def _under_load_cut_then_crash(project: Any, source: Source, proxy: LoopbackProxy) -> None:
+    """Under sustained load: the capture's connections cut mid-stream, then the server killed.
+
+    Each happens while transactions are read but not landed yet (rolls every second):
+    what was read and dropped must be streamed again, not skipped.
+    """
+    load = _load(source)
+    load.start()
+    try:
+
+        def commits_beyond(floor: int) -> Callable[[], bool]:
+            return lambda: load.acknowledged >= floor
+
+        _wait_for(commits_beyond(100), 60, "the load's first commits", project)
+        time.sleep(1.5)  # mid-roll
+        assert proxy.cut() > 0
+        _wait_for(commits_beyond(load.acknowledged + 200), 60, "the load after the cut", project)
+        source.crash(2.0)
+        _wait_for(commits_beyond(load.acknowledged + 200), 120, "the load after a crash", project)
+    finally:
+        load.stop()
+    assert load.acknowledged > 500 and load.failed >= 1, (load.acknowledged, load.failed)
+
+
 def _stream_through_a_kill_and_a_server_restart(
-    project: Any, source: Source, config: dict[str, Any]
+    project: Any, source: Source, config: dict[str, Any], proxy: LoopbackProxy
 ) -> None:
-    """Day 1 the snapshot, day 2 a workload through a kill and a server restart: checked.
+    """Day 1 the snapshot, day 2 a workload through kills, a cut and a server crash: checked.
 
     Current must equal the source, and history hold each committed change once. The
     source's shape changes on day 2 (a column added, `amount` widened): day 2 is refused
-    until the config says the widening, then loads the wider values.
+    until the config says the widening, then loads the wider values. The capture reaches
+    the server through ``proxy``.
     """
     root = ["--project-dir", str(project.root)]
     sql, table, lake = source.sql, source.table, source.lake
@@ -245,13 +308,17 @@ def _stream_through_a_kill_and_a_server_restart(
             sql(f"update {table} set item = 'renamed' where id = 30")
         capture.send_signal(signal.SIGKILL)
         capture.wait(timeout=30)
+        killed = capture.pid
         # Committed while the capture is down: streamed after its restart.
         sql(f"update {table} set paid = not paid where id between 40 and 45")
         sql(f"delete from {table} where id between 10001 and 10100")
         capture = _capture(project, "--date", SECOND)
         sql(f"insert into {table} values (52, 'after restart', 1, null, null, null)")
         _wait_for(lambda: "after restart" in landed_text(), 60, "the change after", project)
-        source.restart()
+        # The killed process's part files are gone (none left for good, none reopened).
+        folder = project.root / "landing" / lake / SECOND
+        assert not list(folder.glob(f"_capturing-*-{killed}*")), sorted(folder.iterdir())
+        _under_load_cut_then_crash(project, source, proxy)
         sql(f"alter table {table} add column channel text")
         sql(f"update {table} set channel = 'web', amount = 0 where id = 51")
         sql(f"insert into {table} values (53, 'with channel', 2, null, true, null, 'app')")
@@ -306,8 +373,12 @@ def test_postgresql_snapshot_then_stream_through_a_kill_and_a_server_restart(
     project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = _config(postgres, orders)
-    project.add_table(config)
-    _stream_through_a_kill_and_a_server_restart(project, _postgres_source(postgres, orders), config)
+    with contextlib.closing(LoopbackProxy(postgres.port)) as proxy:
+        config["source"]["database"]["port"] = proxy.port
+        project.add_table(config)
+        _stream_through_a_kill_and_a_server_restart(
+            project, _postgres_source(postgres, orders), config, proxy
+        )
     offsets = json.loads(next((project.root / ".hashcdc" / "capture").glob("*.json")).read_text())
     assert offsets["snapshot"] == "done" and offsets["tables"][TABLE]["events"] > 20_000
     # `hashcdc status`: the capture's line, how far behind the server it is.
@@ -321,11 +392,12 @@ def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
     project: Any, mariadb: Any, maria_orders: str
 ) -> None:
     config = _config(mariadb, maria_orders, MARIADB_TABLE)
-    config["source"]["database"].update(kind="mariadb", table=maria_orders)
-    project.add_table(config)
-    _stream_through_a_kill_and_a_server_restart(
-        project, _mariadb_source(mariadb, maria_orders), config
-    )
+    with contextlib.closing(LoopbackProxy(mariadb.port)) as proxy:
+        config["source"]["database"].update(kind="mariadb", table=maria_orders, port=proxy.port)
+        project.add_table(config)
+        _stream_through_a_kill_and_a_server_restart(
+            project, _mariadb_source(mariadb, maria_orders), config, proxy
+        )
 
 
 def test_a_service_capture_lands_an_empty_file_for_each_quiet_day(

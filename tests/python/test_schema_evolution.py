@@ -527,42 +527,62 @@ def test_a_change_feeds_sensitive_columns_have_their_own_state(project: Any) -> 
 
 
 def test_a_column_appended_without_added_is_inferred_and_replays(project: Any, capsys: Any) -> None:
-    """Issue 25: a column appended to the YAML, no `added:`; the source sends it on day 3."""
+    """Issue 25: a column appended to the YAML, no `added:`; the source sends it on day 3.
+
+    On the same day `amount` is widened (int to bigint, a value beyond int). A replay from
+    every date (issue 41: from a date after the first it stopped on the inferred column)
+    gives the forward run's tables.
+    """
     name = "appended"
-    columns = [{"name": "id", "type": "int", "key": True}, {"name": "name", "type": "string"}]
+    columns = [
+        {"name": "id", "type": "int", "key": True},
+        {"name": "name", "type": "string"},
+        {"name": "amount", "type": "int"},
+    ]
     region = {"name": "region", "type": "string"}
-    names = {1: "a", 2: "b", 3: "c", 4: "d", 5: "e"}
+    rows = {1: ["a", 10], 2: ["b", 20], 3: ["c", 30], 4: ["d", 40], 5: ["e", 50]}
     project.add_table(simple_config(name, columns))
+    header = ["id", "name", "amount"]
+    project.write_csv(f"landing/{name}/{DATES[0]}.csv", header, [[k, *v] for k, v in rows.items()])
+    # Day 2: 2 is updated, 5 deleted, 7 inserted.
+    rows[2][0], rows[7] = "b2", ["g", 70]
+    del rows[5]
+    project.write_csv(f"landing/{name}/{DATES[1]}.csv", header, [[k, *v] for k, v in rows.items()])
     for business_date in DATES[:2]:
-        rows = [[key, value] for key, value in names.items()]
-        project.write_csv(f"landing/{name}/{business_date}.csv", ["id", "name"], rows)
         assert cli(project, "run", "--date", business_date, "--select", name) == 0
-    # Day 3: the user appends the column as it arrives; 1 changes its name, 6 is new.
-    project.add_table(simple_config(name, [*columns, region]))
-    day3 = [[key, value, "north"] for key, value in names.items()]
-    day3[0][1] = "a2"
-    day3.append([6, "f", "south"])
-    project.write_csv(f"landing/{name}/{DATES[2]}.csv", ["id", "name", "region"], day3)
+    # Day 3: the user appends the column as it arrives and widens `amount`; 1 changes its
+    # name, 3 its amount (beyond int), 6 is new.
+    widened = [*columns[:2], {"name": "amount", "type": "bigint"}]
+    project.add_table(simple_config(name, [*widened, region]))
+    rows[1][0], rows[3][1], rows[6] = "a2", 3_000_000_000, ["f", 60]
+    day3 = [[key, *values, "south" if key == 6 else "north"] for key, values in rows.items()]
+    project.write_csv(f"landing/{name}/{DATES[2]}.csv", [*header, "region"], day3)
     capsys.readouterr()
     assert cli(project, "run", "--date", DATES[2], "--select", name) == 0
     notices = [line for line in capsys.readouterr().out.splitlines() if "'region'" in line]
     assert len(notices) == 1, notices
     assert "taken as added on that date" in notices[0]
     assert f"add `added: '{DATES[2]}'`" in notices[0]
-    assert updated_ids(project, name, DATES[2]) == [1]
-    assert counts(project, name, DATES[2]) == {"U": 1, "N": 4, "I": 1}
+    assert updated_ids(project, name, DATES[2]) == [1, 3]
+    assert counts(project, name, DATES[2]) == {"U": 2, "N": 3, "I": 1}
     # The column takes part in change detection from then on, and no notice again.
     day4 = [list(row) for row in day3]
-    day4[1][2] = "east"
-    project.write_csv(f"landing/{name}/{DATES[3]}.csv", ["id", "name", "region"], day4)
+    day4[1][3] = "east"
+    project.write_csv(f"landing/{name}/{DATES[3]}.csv", [*header, "region"], day4)
     assert cli(project, "run", "--date", DATES[3], "--select", name) == 0
     assert "taken as added" not in capsys.readouterr().out
     assert updated_ids(project, name, DATES[3]) == [2]
-    # Replay from day 1: the older extracts without the column load, same tables.
-    assert_replay_rebuilds(project, name, "history", "current")
+    # Replay from every date, latest first: the older extracts without the column load,
+    # the same tables each time.
+    forward = snapshot(project, name, "history", "current")
+    for business_date in reversed(DATES):
+        assert cli(project, "replay", "--from", business_date, "--select", name) == 0
+        replayed = snapshot(project, name, "history", "current")
+        for relation, expected in forward.items():
+            assert set(replayed[relation]) ^ set(expected) == set(), (business_date, relation)
 
     # A column that cannot be inferred (a date not after the latest): the exact YAML line.
-    project.add_table(simple_config(name, [*columns, region, {"name": "zone", "type": "int"}]))
+    project.add_table(simple_config(name, [*widened, region, {"name": "zone", "type": "int"}]))
     capsys.readouterr()
     assert cli(project, "replay", "--from", DATES[1], "--select", name) == 1
     out = capsys.readouterr().out
