@@ -221,14 +221,16 @@ def json_expression(column: str, type_oid: int) -> str:
     """The SQL for a column whose ``row_to_json`` value is the one :func:`json_value` gives.
 
     ``row_to_json`` writes booleans, integers and floats as JSON (NaN and the infinities
-    quoted); every other type goes as its text, as in the stream.
+    quoted); every other type goes as the text of its output function, as in the stream.
+    Not a cast to ``text``: that strips ``char(n)``'s padding and gives ``inet`` a netmask
+    (``format``'s ``%s`` calls the output function; a null stays null).
     """
     quoted = '"' + column.replace('"', '""') + '"'
     if type_oid == _BOOLEAN_TYPE or type_oid in _FLOAT_TYPES:
         return quoted
     if type_oid in _INTEGER_TYPES:
         return f"{quoted}::int8"
-    return f"{quoted}::text"
+    return f"case when {quoted} is null then null else format('%s', {quoted}) end"
 
 
 # COPY's CSV format with a delimiter and a quote that JSON text never holds raw (the server

@@ -511,16 +511,24 @@ def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
 
     name = f"{orders}_types"
     postgres.psql(
+        f"create type public.{name}_mood as enum ('sad', 'ok'); "
+        f"create domain public.{name}_code as char(4); "
         f"create table public.{name} (id int primary key, small int2, big int8, o oid, "
         "n numeric(12,4), r real, d double precision, b boolean, t text, v varchar(10), "
-        "day date, ts timestamp, tz timestamptz, u uuid, raw bytea, j jsonb, i interval); "
+        "day date, ts timestamp, tz timestamptz, u uuid, raw bytea, j jsonb, i interval, "
+        f"c char(6), code public.{name}_code, mood public.{name}_mood, ip inet, m money, "
+        "nn numeric, tm time(3), ttz timetz, bits bit(4), vbits varbit, js json); "
         f"insert into public.{name} values (1, 1, 9007199254740993, 42, 12.5, 1.1, 'NaN', "
         """true, 'say "hi" \\ back', 'é', '2024-02-29', '2024-01-01 10:00:00.123456', """
         "'2024-01-01 10:00:00+02', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '\\x00ff', "
-        """'{"a": [1, 2.50]}', '1 day 02:00'), (2, null, null, null, null, null, null, null, """
-        "null, null, null, null, null, null, null, null, null), (3, -32768, -1, 0, -0.0001, "
-        "'-0', '-Infinity', false, e'line\\nbreak\\ttab\\x01ctl', '', '0001-01-01', "
-        "'infinity', '1970-01-01 00:00:00+00', null, '', 'null', '-1 mons'); "
+        """'{"a": [1, 2.50]}', '1 day 02:00', 'ab', 'x', 'ok', '10.0.0.1', 12.5, 1.500, """
+        "'10:00:00.5', '10:00:00+05:30', '1010', '101', "
+        """'{"b" : 1.50}'), (2, null, null, null, null, null, null, null, """
+        "null, null, null, null, null, null, null, null, null, null, null, null, null, null, "
+        "null, null, null, null, null, null), (3, -32768, -1, 0, -0.0001, "
+        "'-0', '-Infinity', false, e'line\\nbreak\\ttab\\x01ctl', '', '4713-01-01 BC', "
+        "'infinity', '1970-01-01 00:00:00+00', null, '', 'null', '-1 mons', '', '', 'sad', "
+        "'::1/128', -0.01, 'NaN', '23:59:59.999', '00:00:00-12', '0000', '', '[]'); "
         f"insert into public.{name} (id, t) select n, repeat('x', 100) from "
         "generate_series(4, 3000) n",
         SOURCE_DATABASE,
@@ -531,11 +539,15 @@ def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
     connection.autocommit = True
     try:
         relation = table_relation(connection, "public", name)
-        texts = ", ".join(f'"{column.name}"::text' for column in relation.columns)
-        streamed = {
-            values[0]: row_image(relation, values)
-            for values in query(connection, f"select {texts} from public.{name}")
-        }
+        # The stream sends each value as its type's output function writes it: the text
+        # the server sends a client, taken as it comes (no client-side conversion).
+        as_sent = psycopg2.extensions.new_type(
+            tuple({column.type_oid for column in relation.columns}), "AS_SENT", lambda v, _: v
+        )
+        with connection.cursor() as cursor:
+            psycopg2.extensions.register_type(as_sent, cursor)
+            cursor.execute(f"select * from public.{name}")
+            streamed = {values[0]: row_image(relation, values) for values in cursor.fetchall()}
         tail = connection.cursor().mogrify("%s", (',"op":"r"}',)).decode()
         ranges = page_ranges(connection, relation, 3)
         assert len(ranges) == 3 and ranges[0][0] == 0 and ranges[-1][1] is None, ranges
@@ -554,6 +566,8 @@ def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
         assert by_id[key] == streamed[str(key)], key
     assert by_id[1]["big"] == 9007199254740993 and by_id[1]["d"] == "NaN", by_id[1]
     assert by_id[3]["t"] == "line\nbreak\ttab\x01ctl", by_id[3]
+    # Issue 41: char(n) keeps its padding (a cast to text strips it), inet its own form.
+    assert (by_id[1]["c"], by_id[1]["code"], by_id[1]["ip"]) == ("ab    ", "x   ", "10.0.0.1")
 
 
 def test_pgoutput_messages_decode() -> None:
