@@ -503,7 +503,6 @@ def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
 
     from hashcdc.capture.postgresql_source import (
         page_ranges,
-        query,
         row_image,
         snapshot_copy,
         table_relation,
