@@ -138,6 +138,7 @@ class LogCapture:
                 return 0
             except ConnectionLostError as exc:
                 self.back_to_landed()
+                self.note_failure(f"{exc}; streamed again from the landed position")
                 now = time.monotonic()
                 if self.streaming or lost_since is None:
                     lost_since, attempt = now, 0
@@ -190,9 +191,14 @@ class LogCapture:
 
     def fail(self, message: str) -> None:
         """Record the failure in the offsets and stop with it."""
-        self.offsets.failures = [*self.offsets.failures[-4:], message]
-        self.offsets.save()
+        self.note_failure(message)
         raise CaptureError(f"capture {self.group.slot}: {message}")
+
+    def note_failure(self, message: str) -> None:
+        """Keep a failure (with its time, UTC) in the offsets: ``hashcdc status`` shows it."""
+        moment = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self.offsets.failures = [*self.offsets.failures[-4:], f"{moment} {message}"]
+        self.offsets.save()
 
     # The snapshot -------------------------------------------------------------------
 

@@ -381,6 +381,8 @@ def test_postgresql_snapshot_then_stream_through_a_kill_and_a_server_restart(
         )
     offsets = json.loads(next((project.root / ".hashcdc" / "capture").glob("*.json")).read_text())
     assert offsets["snapshot"] == "done" and offsets["tables"][TABLE]["events"] > 20_000
+    # The lost connections are kept with their time: `hashcdc status` shows the last.
+    assert any("lost the server" in failure for failure in offsets["failures"]), offsets
     # `hashcdc status`: the capture's line, how far behind the server it is.
     capsys.readouterr()
     assert main(["--project-dir", str(project.root), "status"]) == 0
