@@ -66,6 +66,8 @@ class MariaDBCapture(LogCapture):
         # A table's name before a rename the log has not reached yet (the config has the
         # new one): its earlier rows carry the old name.
         self.earlier_names: dict[str, TableConfig] = {}
+        # Each source table's column types (schema.table, lower case -> name -> type).
+        self.column_types: dict[str, dict[str, str]] = {}
 
     def position_text(self, position: int) -> str:
         """``binlog.000003:1234``."""
@@ -144,11 +146,12 @@ class MariaDBCapture(LogCapture):
             "lsn": 0,
         }
         rows = 0
+        column_types = dict(typed_columns(connection, schema, name)[0])
         with connection.cursor(pymysql.cursors.SSCursor) as cursor:
             cursor.execute(f"select * from `{schema}`.`{name}`")
             names = [description[0] for description in cursor.description]
             for values in cursor:
-                after = row_image(dict(zip(names, values, strict=True)))
+                after = row_image(dict(zip(names, values, strict=True)), column_types)
                 self.landing.append(table, day, envelope(source, "r", None, after))
                 rows += 1
         return rows
@@ -259,6 +262,14 @@ class MariaDBCapture(LogCapture):
             "table": name,
         }
 
+    def _column_types(self, schema: str, name: str) -> dict[str, str]:
+        """A source table's column types (read once a session, again after its DDL)."""
+        key = f"{schema}.{name}".lower()
+        if key not in self.column_types:
+            with connect(self.group) as connection:
+                self.column_types[key] = dict(typed_columns(connection, schema, name)[0])
+        return self.column_types[key]
+
     def _rows(self, event: Any, transaction: tuple[int, dt.datetime], ordinal: int) -> int:
         from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent
 
@@ -280,7 +291,8 @@ class MariaDBCapture(LogCapture):
                 "commit_lsn": position,
                 "lsn": ordinal,
             }
-            line = envelope(source, op, row_image(before), row_image(after))
+            types = self._column_types(event.schema, event.table)
+            line = envelope(source, op, row_image(before, types), row_image(after, types))
             self.landing.append(table, self.day(when), line)
         return ordinal
 
@@ -301,6 +313,7 @@ class MariaDBCapture(LogCapture):
         table = self._table_for(f"{schema}.{name}")
         if table is None:
             return
+        self.column_types.pop(f"{schema}.{name}".lower(), None)
         position, when = transaction
         source = self._source(schema, name) | {
             "ts_ms": epoch_ms(when),

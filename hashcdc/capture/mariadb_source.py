@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,6 +86,10 @@ def connect(group: CaptureGroup) -> Iterator[Any]:
             database=group.database.database,
             autocommit=True,
             charset="utf8mb4",
+            # Values as the binary log holds them: a TIMESTAMP in UTC (not in the server's
+            # time zone), a CHAR without its padding (whatever the server's sql_mode).
+            init_command="set time_zone = '+00:00', "
+            "sql_mode = replace(@@sql_mode, 'PAD_CHAR_TO_FULL_LENGTH', '')",
         )
     except pymysql.err.OperationalError as exc:
         raise ConnectionLostError(f"cannot connect to {where}: {first_line(exc)}") from None
@@ -199,8 +204,25 @@ def check(group: CaptureGroup) -> list[str]:
     return check_report(server, problems, ready)
 
 
-def json_value(value: Any) -> Any:
-    """A value from the server (PyMySQL's or the binary log's Python value) for JSON."""
+def json_value(value: Any, column_type: str = "") -> Any:
+    """A value from the server (PyMySQL's or the binary log's Python value) for JSON.
+
+    ``column_type`` (as ``information_schema`` writes it: ``binary(4)``, ``bit(10)``,
+    ``float unsigned``) makes the two paths give one form where their libraries differ:
+    a ``BINARY(n)`` keeps its zero padding (the log's reader strips it), a ``BIT(n)`` is
+    its n binary digits (PyMySQL gives bytes), a ``FLOAT`` has the six significant
+    digits the server writes (the log holds the exact single-precision value).
+    """
+    kind, _, size = column_type.partition("(")
+    kind = kind.split()[0] if kind else ""
+    width = int(size.split(")")[0]) if size.split(")")[0].isdigit() else 1
+    if kind == "bit" and isinstance(value, (bytes, bytearray)):
+        return format(int.from_bytes(value, "big"), f"0{width}b")
+    if kind == "binary" and isinstance(value, (bytes, bytearray, str)):
+        # The log's reader gives an emptied value as text.
+        value = (value.encode() if isinstance(value, str) else bytes(value)).ljust(width, b"\0")
+    if kind == "float" and isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.6g}")
     if isinstance(value, decimal.Decimal):
         return str(value)
     if isinstance(value, dt.datetime):
@@ -217,11 +239,14 @@ def json_value(value: Any) -> Any:
     return value
 
 
-def row_image(values: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A row image for the envelope (``None`` stays ``None``)."""
+def row_image(
+    values: dict[str, Any] | None, column_types: dict[str, str] | None = None
+) -> dict[str, Any] | None:
+    """A row image for the envelope (``None`` stays ``None``); types by column name."""
     if values is None:
         return None
-    return {name: json_value(value) for name, value in values.items()}
+    types = column_types or {}
+    return {name: json_value(value, types.get(name, "")) for name, value in values.items()}
 
 
 def log_position(connection: Any) -> int:
