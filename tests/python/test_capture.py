@@ -858,9 +858,9 @@ def test_mariadb_a_value_lands_in_one_form_whichever_path_read_it(
 
     Every type, its edges and a seeded random draw; the server's time zone is not UTC
     (a TIMESTAMP read by the snapshot and by the log must agree) and its sql_mode pads
-    CHAR values (PAD_CHAR_TO_FULL_LENGTH: the log holds them without padding). Each row is snapshotted,
-    then updated in another column only, so the stream's after image carries the same
-    values: the two forms must be equal value for value.
+    CHAR values (PAD_CHAR_TO_FULL_LENGTH: the log holds them without padding). Each row
+    is snapshotted, then updated in another column only, so the stream's after image
+    carries the same values: the two forms must be equal value for value.
     """
     import random
 
@@ -878,7 +878,8 @@ def test_mariadb_a_value_lands_in_one_form_whichever_path_read_it(
             f"{draw.randrange(10**6):06d}', '2024-06-01 12:00:00.{draw.randrange(1000):03d}', "
             f"{draw.randint(-(10**30), 10**30)}.{draw.randrange(10**30):030d}, "
             f"'{{\"n\": {draw.randint(-99, 99)}}}', {draw.randrange(256)}, "
-            f"{draw.randrange(2**32)}, {draw.randrange(2**64)}, {draw.randint(-(2**63), 2**63 - 1)}, "
+            f"{draw.randrange(2**32)}, {draw.randrange(2**64)}, "
+            f"{draw.randint(-(2**63), 2**63 - 1)}, "
             f"{draw.uniform(-1e6, 1e6)}, {draw.uniform(-1e300, 1e300)}, "
             f"'{draw.randint(-838, 838)}:{draw.randrange(60):02d}:00', "
             f"'{draw.randint(1000, 9999)}-0{draw.randint(1, 9)}-1{draw.randint(0, 9)}', 'r'"
