@@ -218,7 +218,7 @@ def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
         if plan.rewrite and is_delta(spark, plan.table):
             _replace_delta(spark, plan.table, plan.rewrite)
         elif plan.rewrite:
-            _rewrite(spark, plan.table, plan.rewrite)
+            rewrite_parquet(spark, plan.table, plan.rewrite)
         if plan.added:
             columns = ", ".join(f"`{name}` {data_type}" for name, data_type in plan.added.items())
             spark.sql(f"alter table {plan.table} add columns ({columns})")
@@ -338,7 +338,7 @@ def _replace_delta(spark: SparkSession, table: str, select: list[str]) -> None:
     )
 
 
-def _rewrite(spark: SparkSession, table: str, select: list[str]) -> None:
+def rewrite_parquet(spark: SparkSession, table: str, select: list[str]) -> None:
     """Copy a parquet table with a new select list beside it, then swap it in (crash-safe)."""
     copy, retired = table + REWRITE_SUFFIX, table + RETIRED_SUFFIX
     catalog_columns = spark.catalog.listColumns(table)

@@ -9,6 +9,13 @@ table, then swapped in under its name with the same crash-safe rename sequence a
 schema rewrite (:func:`hashcdc.evolve._finish_rewrite` completes a swap a killed run left
 half-way). History, rejects and changelog tables keep their layout: nothing to convert.
 
+Until issue 42 timestamps were written as parquet's INT96 (Spark's default), which other
+readers get wrong for dates far from today (delta-rs and pyarrow wrap them around, polars
+clamps them): :func:`rewrite_int96` rewrites a table's live files that hold INT96 as INT64
+microseconds, once, and records it (``hashcdc.parquet_timestamps``) so later runs skip
+the check. A Delta state is rewritten in one commit that changes no row (its versions are
+kept); a parquet table by the crash-safe copy-and-swap of a schema rewrite.
+
 Runs by itself before a table's first date on the new layout (the stage calls
 :func:`upgrade_states`), or for every table with ``hashcdc upgrade``.
 """
@@ -20,9 +27,22 @@ from typing import Any
 
 from hashcdc.config import TableConfig
 from hashcdc.dates import partition_dates
-from hashcdc.evolve import RETIRED_SUFFIX, REWRITE_SUFFIX, own_properties
+from hashcdc.evolve import (
+    RETIRED_SUFFIX,
+    REWRITE_SUFFIX,
+    own_properties,
+    persisted_tables,
+    rewrite_parquet,
+)
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
-from hashcdc.versions import commit_metadata_statement, is_delta, state_properties
+from hashcdc.versions import (
+    MICROS,
+    TIMESTAMPS_PROPERTY,
+    commit_metadata_statement,
+    is_delta,
+    state_properties,
+    table_properties,
+)
 
 LIVE_OPERATIONS = ("I", "U", "N", "X")
 
@@ -88,8 +108,53 @@ def upgrade_state(spark: Any, state: str) -> str | None:
     return latest
 
 
+def _is_int96(spark: Any, path: str) -> bool:
+    """Whether a parquet file holds a column of the INT96 type (read from its footer)."""
+    jvm = spark._jvm  # noqa: SLF001 - parquet's footer reader, no Python equivalent here
+    conf = spark._jsc.hadoopConfiguration()  # noqa: SLF001
+    source = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+        jvm.org.apache.hadoop.fs.Path(path), conf
+    )
+    reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(source)
+    try:
+        schema = str(reader.getFooter().getFileMetaData().getSchema().toString())
+    finally:
+        reader.close()
+    return " int96 " in schema
+
+
+def rewrite_int96(spark: Any, table: str) -> bool:
+    """Rewrite a table whose live files hold INT96 timestamps; returns whether it did.
+
+    Done once: the table is then marked ``hashcdc.parquet_timestamps = micros`` (as new
+    states are from their creation), and the check is a property lookup after that.
+    """
+    if not spark.catalog.tableExists(table):
+        return False
+    if table_properties(spark, table).get(TIMESTAMPS_PROPERTY) == MICROS:
+        return False
+    frame = spark.table(table)
+    found = "timestamp" in frame.schema.simpleString() and any(
+        _is_int96(spark, path) for path in frame.inputFiles()
+    )
+    if found and is_delta(spark, table):
+        location = spark.sql(f"describe detail {table}").collect()[0]["location"]
+        spark.sql(commit_metadata_statement(None))
+        # One commit that changes no row (dataChange false, as a compaction): the table's
+        # versions, their dates and time travel are kept.
+        frame.write.format("delta").mode("overwrite").option("dataChange", "false").save(location)
+    elif found:
+        rewrite_parquet(spark, table, [f"`{name}`" for name in frame.columns])
+    spark.sql(f"alter table {table} set tblproperties ('{TIMESTAMPS_PROPERTY}' = '{MICROS}')")
+    return found
+
+
 def upgrade_states(spark: Any, schema: str, table: TableConfig) -> list[str]:
-    """Upgrade a table's parquet states, saying so in one line each; returns their names."""
+    """Upgrade a table's tables, saying so in one line each; returns their names.
+
+    A parquet state becomes a Delta state (:func:`upgrade_state`); every table whose
+    files hold INT96 timestamps is rewritten with INT64 ones (:func:`rewrite_int96`).
+    """
     upgraded = []
     for state in state_tables(schema, table):
         latest = upgrade_state(spark, state)
@@ -98,6 +163,16 @@ def upgrade_states(spark: Any, schema: str, table: TableConfig) -> list[str]:
             print(
                 f"hashcdc: table '{table.name}': {state} upgraded to a Delta table holding "
                 f"{latest} (its latest snapshot; history kept as it was)",
+                file=sys.stdout,
+                flush=True,
+            )
+    for persisted in persisted_tables(schema, table):
+        if rewrite_int96(spark, persisted.name):
+            upgraded.append(persisted.name)
+            print(
+                f"hashcdc: table '{table.name}': {persisted.name} rewritten with INT64 "
+                "timestamps (its INT96 ones read wrong in other engines; rows and versions "
+                "kept)",
                 file=sys.stdout,
                 flush=True,
             )

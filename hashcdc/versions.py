@@ -33,10 +33,16 @@ RESET_KEY = "hashcdc_reset"
 COMMIT_METADATA_SETTING = "spark.databricks.delta.commitInfo.userMetadata"
 
 
+# On a table whose parquet files all hold timestamps as INT64 microseconds (none INT96).
+TIMESTAMPS_PROPERTY = "hashcdc.parquet_timestamps"
+MICROS = "micros"
+
+
 def state_properties(hash_version: int) -> dict[str, str]:
     """The table properties of a state: hash version, deletion vectors, change data feed."""
     return {
         "hashcdc.hash_version": str(hash_version),
+        TIMESTAMPS_PROPERTY: MICROS,
         # A MERGE marks the rows it removes instead of rewriting their files.
         "delta.enableDeletionVectors": "true",
         # A date's history is read from the change data feed of the date's commit.

@@ -214,7 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("demo", help="the article's example: 10,000 rows over 3 business dates")
 
     upgrade = sub.add_parser(
-        "upgrade", help="convert the states of an earlier release to Delta tables (history kept)"
+        "upgrade",
+        help="bring an earlier release's tables to the current layout: Delta states, "
+        "INT64 timestamps (history and versions kept)",
     )
     upgrade.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
     upgrade.add_argument("--target", help="profile target (default: local)")

@@ -38,7 +38,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
-    """Convert the states a release before the Delta layout wrote (each in one commit)."""
+    """Bring an earlier release's tables to the current layout (Delta, INT64 timestamps)."""
     from hashcdc.upgrade import upgrade_states
 
     project_dir = find_project_dir(args.project_dir)
@@ -51,9 +51,9 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     with table_locks(spark, sorted(names)):
         upgraded = [name for t in tables for name in upgrade_states(spark, schema, t)]
     print(
-        f"hashcdc upgrade: {len(upgraded)} state table(s) converted"
+        f"hashcdc upgrade: {len(upgraded)} table(s) upgraded"
         if upgraded
-        else "hashcdc upgrade: every state is already a Delta table; nothing to do"
+        else "hashcdc upgrade: every table is on the current layout; nothing to do"
     )
     return 0
 

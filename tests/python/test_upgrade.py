@@ -107,3 +107,87 @@ def test_a_parquet_state_is_upgraded_by_the_next_run_and_history_is_kept(project
     assert sorted(tuple(r.values()) for r in current) == sorted(
         (v.row["id"], v.row["name"], v.row["score"], v.operation) for v in oracle_state.values()
     )
+
+
+# Timestamps a warehouse holds every day, far from today: INT96 wraps or clamps them in
+# readers other than Spark (delta-rs, pyarrow, polars).
+EDGE_TIMES = {
+    1: "9999-12-31 23:59:59",
+    2: "1000-06-15 12:00:00",
+    3: "1677-09-21 00:12:44",
+    4: "2262-04-12 00:00:00",
+    5: "2024-03-01 10:00:00.123456",
+}
+
+
+def _read_outside_spark(path: str, history: bool) -> dict[int, str]:
+    """The table's timestamps as polars (on delta-rs) reads them: id -> ISO text."""
+    import polars as pl
+
+    frame = pl.read_parquet(f"{path}/**/*.parquet") if history else pl.read_delta(path)
+    if not history:
+        frame = frame.filter(pl.col("operation").is_in(["I", "U", "N", "X"]))
+    return {
+        row["id"]: row["at"].replace(tzinfo=None).isoformat(sep=" ")
+        for row in frame.select("id", "at").to_dicts()
+    }
+
+
+def test_int96_timestamps_are_rewritten_and_read_right_outside_spark(
+    project: Any, capsys: Any
+) -> None:
+    """Issue 42: a warehouse whose files hold INT96 timestamps (Spark's default before it)
+    is rewritten by `hashcdc upgrade` with INT64 ones, rows and versions kept; polars
+    (delta-rs) then reads the edge timestamps as Spark does."""
+    from hashcdc.evolve import rewrite_parquet
+    from hashcdc.upgrade import _is_int96
+
+    name = "int96"
+    project.add_table(
+        {
+            "name": name,
+            "extract_type": "full",
+            "source": {"path": f"landing/{name}/{{business_date}}.csv"},
+            "columns": [
+                {"name": "id", "type": "int", "key": True},
+                {"name": "at", "type": "timestamp"},
+            ],
+        }
+    )
+    spark, state, history = project.spark, f"{name}_state", f"{name}_history"
+    rows = [[key, value] for key, value in EDGE_TIMES.items()]
+    project.write_csv(f"landing/{name}/{DATES[0]}.csv", ["id", "at"], rows)
+    assert cli(project, "run", "--date", DATES[0], "--select", name) == 0
+    locations = {
+        table: spark.sql(f"describe detail {table}").collect()[0]["location"].removeprefix("file:")
+        for table in (state, history)
+    }
+    # The files as the release before issue 42 wrote them: INT96 (Spark's default then),
+    # and no record of the timestamps' type on the state.
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "INT96")
+    try:
+        spark.table(state).write.format("delta").mode("overwrite").option(
+            "dataChange", "false"
+        ).save(locations[state])
+        rewrite_parquet(spark, history, [f"`{c}`" for c in spark.table(history).columns])
+    finally:
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    spark.sql(f"alter table {state} unset tblproperties ('hashcdc.parquet_timestamps')")
+    assert all(_is_int96(spark, f) for t in (state, history) for f in spark.table(t).inputFiles())
+    assert _read_outside_spark(locations[state], False) != EDGE_TIMES  # wrapped, clamped
+
+    assert cli(project, "upgrade") == 0
+    for table in (state, history):
+        assert not any(_is_int96(spark, f) for f in spark.table(table).inputFiles()), table
+        assert _read_outside_spark(locations[table], table == history) == EDGE_TIMES, table
+    spark_rows = project.rows(f"select id, cast(at as string) as at from {name}_current")
+    assert {r["id"]: r["at"] for r in spark_rows} == {
+        key: value.removesuffix(".123456") + (".123456" if key == 5 else "")
+        for key, value in EDGE_TIMES.items()
+    }
+    # The date is still in the state's log (the rewrite commits no date of its own).
+    assert [v.business_date for v in applied_versions(spark, state)] == [DATES[0]]
+    # Done once: recorded on each table, so the next upgrade (or run) has nothing to do.
+    capsys.readouterr()
+    assert cli(project, "upgrade", "--select", name) == 0
+    assert "nothing to do" in capsys.readouterr().out
