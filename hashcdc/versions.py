@@ -226,15 +226,17 @@ def query_relations(spark: Any, sql: str) -> list[list[str]]:
     ]
 
 
-def as_of_query(spark: Any, schema: str, sql: str, business_date: str) -> str:
+def as_of_query(spark: Any, schema: str, sql: str, business_date: str) -> tuple[str, list[str]]:
     """``sql`` made to read every relation as it was after ``business_date``.
+
+    Returns the query and the temporary views that shadow the schema's relations (the
+    caller drops them once the query is read).
 
     The schema's tables are shadowed by :func:`as_of_views` (under their own names); a
     name written with the schema (``schema.t``, ```schema`.`t```, ``spark_catalog.schema.t``)
     is rewritten to the shadowing view, so both spellings read the same version. A name
     ``--as-of`` cannot serve (another schema, a path) is refused, never read at its latest.
     """
-    shadowed = {name.lower() for name in as_of_views(spark, schema, business_date)}
     own = schema.lower()
     for parts in query_relations(spark, sql):
         lowered = [part.lower() for part in parts]
@@ -248,15 +250,17 @@ def as_of_query(spark: Any, schema: str, sql: str, business_date: str) -> str:
             f"{schema}, the only one --as-of reads as of a date; name a table of {schema} "
             "(with or without the schema), or query it without --as-of"
         )
+    views = as_of_views(spark, schema, business_date)
+    shadowed = {name.lower() for name in views}
     names = "|".join(re.escape(name) for name in sorted(shadowed, key=len, reverse=True))
     if not names:
-        return sql
+        return sql, views
     qualified = re.compile(
         rf"({_LITERAL})|(?<![\w.`])(?:`?{SESSION_CATALOG}`?\s*\.\s*)?`?{re.escape(schema)}`?"
         rf"\s*\.\s*`?({names})`?(?![\w`])",
         re.IGNORECASE | re.DOTALL,
     )
-    return qualified.sub(lambda m: m.group(1) or f"`{m.group(2)}`", sql)
+    return qualified.sub(lambda m: m.group(1) or f"`{m.group(2)}`", sql), views
 
 
 def _view_text(spark: Any, view: str) -> str:

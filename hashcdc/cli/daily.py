@@ -307,15 +307,25 @@ def cmd_query(args: argparse.Namespace) -> int:
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
-    sql = args.sql
-    if args.as_of:
-        from hashcdc.versions import as_of_query
+    from pyspark.errors import AnalysisException, ParseException
 
-        schema = profile_output(project_dir, args.target)["schema"]
-        sql = as_of_query(spark, schema, sql, args.as_of)
-    frame = spark.sql(sql)
-    writer = csv.writer(sys.stdout, lineterminator="\n")
-    writer.writerow(frame.columns)
-    for row in frame.toLocalIterator():
-        writer.writerow(["" if value is None else value for value in row])
+    sql, shadowing = args.sql, []
+    try:
+        if args.as_of:
+            from hashcdc.versions import as_of_query
+
+            schema = profile_output(project_dir, args.target)["schema"]
+            sql, shadowing = as_of_query(spark, schema, sql, args.as_of)
+        frame = spark.sql(sql)
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(frame.columns)
+        for row in frame.toLocalIterator():
+            writer.writerow(["" if value is None else value for value in row])
+    except (AnalysisException, ParseException) as exc:
+        # Spark's message names what is wrong and where; its stack is Spark's own.
+        raise HashcdcError(f"query: {str(exc).strip().splitlines()[0]}") from None
+    finally:
+        # The session may serve other commands after this one: its names read as of now.
+        for name in shadowing:
+            spark.catalog.dropTempView(name)
     return 0

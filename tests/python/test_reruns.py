@@ -84,6 +84,13 @@ def test_replay_recomputes_a_date_and_every_later_one_in_order(project: Any, cap
     assert cli(project, "query", "--as-of", "2024-02-02", "select * from other.t") == 2
     err = capsys.readouterr().err
     assert f"`other.t` is not a table of schema {schema}" in err and "Traceback" not in err, err
+    # The session's names read the latest state again after an --as-of query, and a query
+    # Spark cannot parse is one line too.
+    assert cli(project, "query", f"select count(*) as n from {name}_current") == 0
+    assert capsys.readouterr().out.splitlines() == ["n", "3"]
+    assert cli(project, "query", "select from where") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("hashcdc: query: ") and len(err.splitlines()) == 1, err
 
 
 def test_a_locked_table_fails_fast_and_a_dead_runs_lock_is_cleared(
