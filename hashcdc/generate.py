@@ -46,7 +46,7 @@ from hashcdc.columns import (
 )
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
-from hashcdc.versions import state_properties
+from hashcdc.versions import state_properties, untouched_operation
 
 CLEAR_DATE_HOOK = "{{ hashcdc.clear_business_date_partition(this) }}"
 BUSINESS_DATE_HOOK = "{{ hashcdc.set_business_date_conf() }}"
@@ -225,7 +225,8 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         "is_keyless": table.is_keyless,
         "is_audit": is_audit,
         "hash_version": HASH_ALGORITHM_VERSION,
-        "state_properties": repr(state_properties(HASH_ALGORITHM_VERSION)),
+        "state_properties": repr(state_properties(HASH_ALGORITHM_VERSION, table.extract_type)),
+        "untouched_operation": untouched_operation(table.extract_type),
         # A Jinja expression in the models: the table's own count, else the project's var.
         "buckets": table.buckets or "var('hashcdc_buckets')",
         "clear_date_hook": CLEAR_DATE_HOOK,

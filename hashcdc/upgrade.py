@@ -38,10 +38,12 @@ from hashcdc.hashing import HASH_ALGORITHM_VERSION
 from hashcdc.versions import (
     MICROS,
     TIMESTAMPS_PROPERTY,
+    UNTOUCHED_PROPERTY,
     commit_metadata_statement,
     is_delta,
     state_properties,
     table_properties,
+    untouched_operation,
 )
 
 LIVE_OPERATIONS = ("I", "U", "N", "X")
@@ -166,6 +168,15 @@ def upgrade_states(spark: Any, schema: str, table: TableConfig) -> list[str]:
                 file=sys.stdout,
                 flush=True,
             )
+    for state in state_tables(schema, table):
+        # States of an earlier release: the rule of their current view, for other readers.
+        wanted = {UNTOUCHED_PROPERTY: untouched_operation(table.extract_type)}
+        if (
+            spark.catalog.tableExists(state)
+            and not wanted.items() <= table_properties(spark, state).items()
+        ):
+            spark.sql(f"alter table {state} set tblproperties ('{UNTOUCHED_PROPERTY}' = "
+                      f"'{wanted[UNTOUCHED_PROPERTY]}')")  # fmt: skip
     for persisted in persisted_tables(schema, table):
         if rewrite_int96(spark, persisted.name):
             upgraded.append(persisted.name)

@@ -38,9 +38,24 @@ TIMESTAMPS_PROPERTY = "hashcdc.parquet_timestamps"
 MICROS = "micros"
 
 
-def state_properties(hash_version: int) -> dict[str, str]:
-    """The table properties of a state: hash version, deletion vectors, change data feed."""
-    return {
+# On a state: the operation its current view shows for a row the latest date did not
+# write (N for a full extract, X for a delta or a feed), so that a reader without the
+# config rebuilds `current` (docs/architecture.md, "Reading the lake without Spark").
+UNTOUCHED_PROPERTY = "hashcdc.untouched_operation"
+
+
+def untouched_operation(extract_type: str) -> str:
+    """What `current` shows for a key the latest date did not write: N (full), else X."""
+    return "N" if extract_type == "full" else "X"
+
+
+def state_properties(hash_version: int, extract_type: str | None = None) -> dict[str, str]:
+    """The table properties of a state: hash version, deletion vectors, change data feed.
+
+    With ``extract_type``, also the operation `current` shows for an untouched key.
+    """
+    described = {UNTOUCHED_PROPERTY: untouched_operation(extract_type)} if extract_type else {}
+    return described | {
         "hashcdc.hash_version": str(hash_version),
         TIMESTAMPS_PROPERTY: MICROS,
         # A MERGE marks the rows it removes instead of rewriting their files.

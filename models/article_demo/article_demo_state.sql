@@ -6,7 +6,7 @@
         incremental_strategy='merge',
         hashcdc_state=true,
         full_refresh=false,
-        tblproperties={'hashcdc.hash_version': '2', 'hashcdc.parquet_timestamps': 'micros', 'delta.enableDeletionVectors': 'true', 'delta.enableChangeDataFeed': 'true'},
+        tblproperties={'hashcdc.untouched_operation': 'N', 'hashcdc.hash_version': '2', 'hashcdc.parquet_timestamps': 'micros', 'delta.enableDeletionVectors': 'true', 'delta.enableChangeDataFeed': 'true'},
         pre_hook="{{ hashcdc.prepare_state_commit(this) }}",
         post_hook=[
             "{{ hashcdc.end_state_commit() }}",

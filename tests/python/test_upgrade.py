@@ -187,6 +187,24 @@ def test_int96_timestamps_are_rewritten_and_read_right_outside_spark(
     }
     # The date is still in the state's log (the rewrite commits no date of its own).
     assert [v.business_date for v in applied_versions(spark, state)] == [DATES[0]]
+    # `current` rebuilt without Spark or the metastore, by the documented rule (the rule's
+    # untouched operation is the state's own property).
+    import polars as pl
+    from deltalake import DeltaTable
+
+    delta = DeltaTable(locations[state])
+    untouched = delta.metadata().configuration["hashcdc.untouched_operation"]
+    rows_of_state = pl.read_delta(delta)
+    latest = rows_of_state.filter(pl.col("operation") == "W")["business_date"].max()
+    outside = rows_of_state.filter(pl.col("operation").is_in(["I", "U", "N", "X"])).select(
+        "id",
+        pl.when(pl.col("business_date") == latest)
+        .then(pl.col("operation"))
+        .otherwise(pl.lit(untouched))
+        .alias("operation"),
+    )
+    inside = project.rows(f"select id, operation from {name}_current")
+    assert sorted(outside.rows()) == sorted((r["id"], r["operation"]) for r in inside)
     # Done once: recorded on each table, so the next upgrade (or run) has nothing to do.
     capsys.readouterr()
     assert cli(project, "upgrade", "--select", name) == 0
