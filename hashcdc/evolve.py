@@ -41,9 +41,10 @@ from hashcdc.errors import ConfigError, HashcdcError
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
 from hashcdc.versions import (
     ADDED_PROPERTY_PREFIX,
-    OWN_PROPERTY_PREFIX,
     applied_versions,
     is_delta,
+    own_properties,
+    replace_delta,
     state_properties,
 )
 
@@ -83,15 +84,6 @@ def persisted_tables(schema: str, table: TableConfig) -> list[PersistedTable]:
             PersistedTable(names.sensitive_history, sensitive, {}),
         ]
     return tables
-
-
-def own_properties(spark: SparkSession, table: str) -> dict[str, str]:
-    """A table's hashcdc properties (``hashcdc.*``)."""
-    return {
-        row[0]: row[1]
-        for row in spark.sql(f"show tblproperties {table}").collect()
-        if row[0].startswith(OWN_PROPERTY_PREFIX)
-    }
 
 
 def infer_additions(
@@ -331,11 +323,7 @@ def _image_expression(
 def _replace_delta(spark: SparkSession, table: str, select: list[str]) -> None:
     """Rewrite a Delta table with a new select list in one commit (its versions are kept)."""
     properties = own_properties(spark, table) | state_properties(HASH_ALGORITHM_VERSION)
-    listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
-    spark.sql(
-        f"create or replace table {table} using delta tblproperties ({listed}) "
-        f"as select {', '.join(select)} from {table}"
-    )
+    replace_delta(spark, table, select, properties)
 
 
 def rewrite_parquet(spark: SparkSession, table: str, select: list[str]) -> None:

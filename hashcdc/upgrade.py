@@ -30,7 +30,6 @@ from hashcdc.dates import partition_dates
 from hashcdc.evolve import (
     RETIRED_SUFFIX,
     REWRITE_SUFFIX,
-    own_properties,
     persisted_tables,
     rewrite_parquet,
 )
@@ -41,6 +40,7 @@ from hashcdc.versions import (
     UNTOUCHED_PROPERTY,
     commit_metadata_statement,
     is_delta,
+    own_properties,
     state_properties,
     table_properties,
     untouched_operation,

@@ -315,13 +315,9 @@ def restore(spark: Any, table: str, version: int) -> None:
         carried = {
             key: value
             for key, value in properties.items()
-            if key.startswith(OWN_PROPERTY_PREFIX) or key.startswith("delta.enable")
-        } | kept
-        listed = ", ".join(f"'{key}' = '{value}'" for key, value in carried.items())
-        spark.sql(
-            f"create or replace table {table} using delta tblproperties ({listed}) "
-            f"as select {', '.join(select)} from {table}"
-        )
+            if key.startswith((OWN_PROPERTY_PREFIX, "delta.enable"))
+        }
+        replace_delta(spark, table, select, carried | kept)
         return
     if lost:
         columns = ", ".join(f"`{name}` {kind}" for name, kind in lost.items())
@@ -334,3 +330,24 @@ def restore(spark: Any, table: str, version: int) -> None:
 def table_properties(spark: Any, table: str) -> dict[str, str]:
     """A table's properties (``show tblproperties``)."""
     return {row[0]: row[1] for row in spark.sql(f"show tblproperties {table}").collect()}
+
+
+def own_properties(spark: Any, table: str) -> dict[str, str]:
+    """A table's hashcdc properties (``hashcdc.*``)."""
+    return {
+        key: value
+        for key, value in table_properties(spark, table).items()
+        if key.startswith(OWN_PROPERTY_PREFIX)
+    }
+
+
+def replace_delta(spark: Any, table: str, select: list[str], properties: dict[str, str]) -> None:
+    """Rewrite a Delta table with a select list in one commit (its versions are kept).
+
+    ``properties``: the table's properties after it (a replace keeps none by itself).
+    """
+    listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+    spark.sql(
+        f"create or replace table {table} using delta tblproperties ({listed}) "
+        f"as select {', '.join(select)} from {table}"
+    )
