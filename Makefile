@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+READERS := $(VENV)/readers
 # Linting compiles the dbt project: keep its Spark metastore away from the real one.
 LINT_ENV := HASHCDC_WAREHOUSE_DIR=target/lint/warehouse HASHCDC_METASTORE_DIR=target/lint/metastore_db
 
@@ -14,7 +15,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install class-archive test-services demo test test-unit lint check clean
 
-install: $(VENV)/.installed jars/.fetched class-archive
+install: $(VENV)/.installed $(READERS)/.installed jars/.fetched class-archive
 
 # An apt-get install that refreshes the package lists first when they are stale or empty.
 APT_INSTALL = $(SUDO) apt-get install -y -q $(1) || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(1))
@@ -33,6 +34,11 @@ $(VENV)/.installed: pyproject.toml
 	@# The editable install of a mapped package (dbt.adapters.hashcdc) makes setuptools print
 	@# a general caution about folders named like the package: nothing to act on here.
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install --quiet -e '.[dev,peer]'
+	touch $@
+
+# DuckDB as a reader of the lake, beside the peer's own version (tests/readers.txt).
+$(READERS)/.installed: tests/readers.txt $(VENV)/.installed
+	$(BIN)/pip install --quiet --no-deps --target $(READERS) -r tests/readers.txt
 	touch $@
 
 # Spark's JVM packages (Delta Lake), from Maven Central into jars/, once (hashcdc/jars.py).

@@ -39,9 +39,11 @@ from hashcdc.column_types import type_change_problem
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.errors import ConfigError, HashcdcError
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
+from hashcdc.relations import is_state
 from hashcdc.versions import (
     ADDED_PROPERTY_PREFIX,
     applied_versions,
+    history_properties,
     is_delta,
     own_properties,
     replace_delta,
@@ -322,8 +324,8 @@ def _image_expression(
 
 def _replace_delta(spark: SparkSession, table: str, select: list[str]) -> None:
     """Rewrite a Delta table with a new select list in one commit (its versions are kept)."""
-    properties = own_properties(spark, table) | state_properties(HASH_ALGORITHM_VERSION)
-    replace_delta(spark, table, select, properties)
+    kind = state_properties(HASH_ALGORITHM_VERSION) if is_state(table) else history_properties()
+    replace_delta(spark, table, select, own_properties(spark, table) | kind)
 
 
 def rewrite_parquet(spark: SparkSession, table: str, select: list[str]) -> None:

@@ -46,7 +46,7 @@ from hashcdc.columns import (
 )
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.hashing import HASH_ALGORITHM_VERSION
-from hashcdc.versions import state_properties, untouched_operation
+from hashcdc.versions import history_properties, state_properties, untouched_operation
 
 CLEAR_DATE_HOOK = "{{ hashcdc.clear_business_date_partition(this) }}"
 BUSINESS_DATE_HOOK = "{{ hashcdc.set_business_date_conf() }}"
@@ -182,11 +182,15 @@ def _evolution_arguments(hash_column: str, shape_changes: str) -> str:
     return "".join(lines)
 
 
-def _retention_hook(days: int | None) -> str | None:
-    """The post-hook dropping partitions older than ``days`` before the business date."""
+def _retention_hook(days: int | None, macro: str = "drop_expired_partitions") -> str | None:
+    """The post-hook removing the dates older than ``days`` before the business date.
+
+    ``macro``: ``drop_expired_partitions`` (parquet tables) or ``delete_expired_dates``
+    (the Delta histories).
+    """
     if days is None:
         return None
-    return f"{{{{ hashcdc.drop_expired_partitions(this, {days}) }}}}"
+    return f"{{{{ hashcdc.{macro}(this, {days}) }}}}"
 
 
 def sensitive_context(table: TableConfig, context: dict[str, Any]) -> dict[str, Any]:
@@ -233,6 +237,10 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         "business_date_hook": BUSINESS_DATE_HOOK,
         "enabled": table.enabled,
         "history_retention_hook": _retention_hook(table.history_retention_days),
+        "history_expiry_hook": _retention_hook(
+            table.history_retention_days, "delete_expired_dates"
+        ),
+        "history_properties": repr(history_properties()),
         "rejects_retention_hook": _retention_hook(table.rejects_retention_days),
         "state_model": table.relations.state,
         "runs_after": None,

@@ -1,4 +1,4 @@
-"""``hashcdc compact``: compaction and retention of the states, through Delta Lake.
+"""``hashcdc compact``: compaction and retention of the states and histories (Delta Lake).
 
 A date's MERGE adds a few small files and deletion vectors; reads stay fast for many
 dates (docs/performance.md), and compaction rewrites them into large files: ``OPTIMIZE``,

@@ -7,7 +7,11 @@ keep their columns, operation and dates; a change feed's W and A rows are kept; 
 records the date's operation counts, as the new states do. The copy is made beside the
 table, then swapped in under its name with the same crash-safe rename sequence as a
 schema rewrite (:func:`hashcdc.evolve._finish_rewrite` completes a swap a killed run left
-half-way). History, rejects and changelog tables keep their layout: nothing to convert.
+half-way). Rejects and changelog tables keep their layout: nothing to convert.
+
+Until issue 42 a history was a parquet table partitioned by ``business_date``; it becomes
+a Delta table (:func:`upgrade_history`) with the same rows and partitioning, by the same
+copy and swap, so a rerun replaces a date's rows in one commit that readers see whole.
 
 Until issue 42 timestamps were written as parquet's INT96 (Spark's default), which other
 readers get wrong for dates far from today (delta-rs and pyarrow wrap them around, polars
@@ -39,6 +43,7 @@ from hashcdc.versions import (
     TIMESTAMPS_PROPERTY,
     UNTOUCHED_PROPERTY,
     commit_metadata_statement,
+    history_properties,
     is_delta,
     own_properties,
     state_properties,
@@ -55,6 +60,15 @@ def state_tables(schema: str, table: TableConfig) -> list[str]:
     names = [relations.state]
     if table.sensitive_columns:
         names.append(relations.sensitive_state)
+    return names
+
+
+def history_tables(schema: str, table: TableConfig) -> list[str]:
+    """The history tables of a table config (main, and sensitive when it has such columns)."""
+    relations = table.relations.in_schema(schema)
+    names = [relations.history]
+    if table.sensitive_columns:
+        names.append(relations.sensitive_history)
     return names
 
 
@@ -110,6 +124,35 @@ def upgrade_state(spark: Any, state: str) -> str | None:
     return latest
 
 
+def upgrade_history(spark: Any, history: str) -> str | None:
+    """Convert one parquet history to a Delta history; returns the latest date it holds.
+
+    Every row is kept, in a Delta table partitioned by ``business_date`` whose first
+    commit carries the latest date (it holds every date up to it); the copy is written
+    with INT64 timestamps. None when there is nothing to do (missing, already Delta).
+    """
+    if not spark.catalog.tableExists(history) or is_delta(spark, history):
+        return None
+    dates = partition_dates(spark, history)
+    latest = dates[-1] if dates else None
+    properties = own_properties(spark, history) | history_properties()
+    listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+    copy, retired = history + REWRITE_SUFFIX, history + RETIRED_SUFFIX
+    spark.sql(f"drop table if exists {copy}")
+    spark.sql(commit_metadata_statement(latest))
+    try:
+        spark.sql(
+            f"create table {copy} using delta partitioned by (business_date) "
+            f"tblproperties ({listed}) as select * from {history}"
+        )
+    finally:
+        spark.sql(commit_metadata_statement(None))
+    spark.sql(f"alter table {history} rename to {retired}")
+    spark.sql(f"alter table {copy} rename to {history}")
+    spark.sql(f"drop table {retired}")
+    return latest or ""
+
+
 def _is_int96(spark: Any, path: str) -> bool:
     """Whether a parquet file holds a column of the INT96 type (read from its footer)."""
     jvm = spark._jvm  # noqa: SLF001 - parquet's footer reader, no Python equivalent here
@@ -154,8 +197,9 @@ def rewrite_int96(spark: Any, table: str) -> bool:
 def upgrade_states(spark: Any, schema: str, table: TableConfig) -> list[str]:
     """Upgrade a table's tables, saying so in one line each; returns their names.
 
-    A parquet state becomes a Delta state (:func:`upgrade_state`); every table whose
-    files hold INT96 timestamps is rewritten with INT64 ones (:func:`rewrite_int96`).
+    A parquet state becomes a Delta state (:func:`upgrade_state`), a parquet history a
+    Delta history (:func:`upgrade_history`); every table whose files hold INT96
+    timestamps is rewritten with INT64 ones (:func:`rewrite_int96`).
     """
     upgraded = []
     for state in state_tables(schema, table):
@@ -165,6 +209,15 @@ def upgrade_states(spark: Any, schema: str, table: TableConfig) -> list[str]:
             print(
                 f"hashcdc: table '{table.name}': {state} upgraded to a Delta table holding "
                 f"{latest} (its latest snapshot; history kept as it was)",
+                file=sys.stdout,
+                flush=True,
+            )
+    for history in history_tables(schema, table):
+        if upgrade_history(spark, history) is not None:
+            upgraded.append(history)
+            print(
+                f"hashcdc: table '{table.name}': {history} upgraded to a Delta table "
+                "(every date's rows kept; INT64 timestamps)",
                 file=sys.stdout,
                 flush=True,
             )

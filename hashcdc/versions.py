@@ -65,6 +65,11 @@ def state_properties(hash_version: int, extract_type: str | None = None) -> dict
     }
 
 
+def history_properties() -> dict[str, str]:
+    """The table properties of a history (a Delta table, one partition per date)."""
+    return {TIMESTAMPS_PROPERTY: MICROS}
+
+
 @dataclass(frozen=True)
 class DateVersion:
     """A version of a state table and the business date its commit applied.
@@ -344,10 +349,13 @@ def own_properties(spark: Any, table: str) -> dict[str, str]:
 def replace_delta(spark: Any, table: str, select: list[str], properties: dict[str, str]) -> None:
     """Rewrite a Delta table with a select list in one commit (its versions are kept).
 
-    ``properties``: the table's properties after it (a replace keeps none by itself).
+    ``properties``: the table's properties after it (a replace keeps none by itself). The
+    partition columns stay (a history's ``business_date``).
     """
     listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+    partitions = list(spark.sql(f"describe detail {table}").collect()[0]["partitionColumns"])
+    partitioned = f"partitioned by ({', '.join(partitions)}) " if partitions else ""
     spark.sql(
-        f"create or replace table {table} using delta tblproperties ({listed}) "
+        f"create or replace table {table} using delta {partitioned}tblproperties ({listed}) "
         f"as select {', '.join(select)} from {table}"
     )

@@ -223,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     compact_parser = sub.add_parser(
         "compact",
-        help="compact the states' files and apply their retention (Delta OPTIMIZE, VACUUM)",
+        help="compact the states' and histories' files, apply their retention (OPTIMIZE, VACUUM)",
     )
     compact_parser.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
     compact_parser.add_argument("--target", help="profile target (default: local)")

@@ -59,10 +59,10 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    """Compact the states (OPTIMIZE) and drop the files of versions no longer kept."""
+    """Compact the states and histories (OPTIMIZE); drop the files of versions not kept."""
     from hashcdc.audit import project_var
     from hashcdc.maintenance import compact
-    from hashcdc.upgrade import state_tables
+    from hashcdc.upgrade import history_tables, state_tables
 
     project_dir = find_project_dir(args.project_dir)
     configs = load_table_configs(project_dir / "tables")
@@ -73,10 +73,10 @@ def cmd_compact(args: argparse.Namespace) -> int:
     schema = profile_output(project_dir, args.target)["schema"]
     with table_locks(spark, sorted(names)):
         for table in (t for t in configs if t.name in names):
-            for state in state_tables(schema, table):
-                print(f"{state}: compacting", flush=True)
-                done = compact(spark, state, kept)
-                print(done.summary() if done else f"{state}: not a Delta state yet", flush=True)
+            for name in state_tables(schema, table) + history_tables(schema, table):
+                print(f"{name}: compacting", flush=True)
+                done = compact(spark, name, kept)
+                print(done.summary() if done else f"{name}: not a Delta table yet", flush=True)
     return 0
 
 

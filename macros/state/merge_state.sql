@@ -1,8 +1,12 @@
 {% macro hashcdc__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
     {#- dbt-spark's `merge` strategy, for the state models (config hashcdc_state=true):
-        merge_state; any other merge model gets dbt-spark's own. -#}
+        merge_state; for the histories (hashcdc_history=true): replace_date; any other
+        merge model gets dbt-spark's own. -#}
     {%- if config.get('hashcdc_state') -%}
         {{ return(hashcdc.merge_state(target, source)) }}
+    {%- endif -%}
+    {%- if config.get('hashcdc_history') -%}
+        {{ return(hashcdc.replace_date(target, source)) }}
     {%- endif -%}
     {{ return(spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates)) }}
 {% endmacro %}

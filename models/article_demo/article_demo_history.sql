@@ -2,10 +2,17 @@
 {{
     config(
         materialized='incremental',
-        incremental_strategy='insert_overwrite',
+        file_format='delta',
+        incremental_strategy='merge',
+        hashcdc_history=true,
         partition_by=['business_date'],
         full_refresh=false,
-        pre_hook="{{ hashcdc.clear_business_date_partition(this) }}",
+        tblproperties={'hashcdc.parquet_timestamps': 'micros'},
+        pre_hook="{{ hashcdc.start_date_commit() }}",
+        post_hook=[
+            "{{ hashcdc.end_date_commit() }}",
+            "{{ hashcdc.compact_by_policy(this) }}",
+        ],
     )
 }}
 

@@ -9,7 +9,7 @@
         tblproperties={'hashcdc.untouched_operation': 'N', 'hashcdc.hash_version': '2', 'hashcdc.parquet_timestamps': 'micros', 'delta.enableDeletionVectors': 'true', 'delta.enableChangeDataFeed': 'true'},
         pre_hook="{{ hashcdc.prepare_state_commit(this) }}",
         post_hook=[
-            "{{ hashcdc.end_state_commit() }}",
+            "{{ hashcdc.end_date_commit() }}",
             "{{ hashcdc.compact_by_policy(this) }}",
         ],
     )

@@ -119,11 +119,14 @@ def kill_after(process: subprocess.Popen, marker: str, delay: float) -> list[str
     return lines
 
 
-def read_partition(spark: Any, root: Path, relation: str, business_date: str) -> list[tuple]:
-    """A partition's rows straight from the warehouse files (no metastore needed)."""
-    path = root / "warehouse" / "hashcdc.db" / relation / f"business_date={business_date}"
-    frame = spark.read.parquet(str(path)).select("id", "name", "city", "score", "operation")
-    return sorted(tuple(row) for row in frame.collect())
+def read_history(spark: Any, root: Path, business_date: str) -> list[tuple]:
+    """A date's history rows straight from the Delta files (no metastore needed)."""
+    path = root / "warehouse" / "hashcdc.db" / f"{TABLE}_history"
+    frame = spark.read.format("delta").load(str(path))
+    frame = frame.where(f"business_date = date'{business_date}'")
+    return sorted(
+        tuple(row) for row in frame.select("id", "name", "city", "score", "operation").collect()
+    )
 
 
 def state_path(root: Path) -> Path:
@@ -164,6 +167,10 @@ def test_killed_runs_leave_the_previous_state_intact_and_a_rerun_equals_a_clean_
         (v.row["id"], v.row["name"], v.row["city"], v.row["score"], v.operation)
         for v in expected_state.values()
     )
+    expected_changes = sorted(
+        (v.row["id"], v.row["name"], v.row["city"], v.row["score"], v.operation)
+        for v in expected_history
+    )
 
     crash_points = [(f"stg_{TABLE}", 4.0), (f"{TABLE}_state", 2.0), (f"{TABLE}_history", 0.5)]
     for model, delay in crash_points:
@@ -175,18 +182,16 @@ def test_killed_runs_leave_the_previous_state_intact_and_a_rerun_equals_a_clean_
             f"the run finished {model} before the kill: the crash point was missed\n{text}"
         )
         # A commit is atomic: the state holds one date whole (the history's kill comes
-        # after the state's commit).
+        # after the state's commit), and the history (Delta) the date's rows or none.
         assert read_current(spark, root) in (day_1_state, expected_current), model
+        assert read_history(spark, root, DATES[1]) in ([], expected_changes), model
 
     rerun = hashcdc_run(root, env, DATES[1])
     output, _ = rerun.communicate(timeout=600)
     assert rerun.returncode == 0, output
 
     assert read_current(spark, root) == expected_current
-    assert read_partition(spark, root, f"{TABLE}_history", DATES[1]) == sorted(
-        (v.row["id"], v.row["name"], v.row["city"], v.row["score"], v.operation)
-        for v in expected_history
-    )
+    assert read_history(spark, root, DATES[1]) == expected_changes
 
     # Compaction: OPTIMIZE is one commit that changes no row, so a kill leaves the rows.
     for delay in (0.3, 2.0):

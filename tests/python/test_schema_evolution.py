@@ -380,17 +380,18 @@ def test_narrowing_is_refused_and_a_killed_rewrite_is_finished(project: Any, cap
     assert column_types(project, f"{name}_state")["qty"] == "bigint"
     assert [a.business_date for a in applied_versions(project.spark, f"{name}_state")] == [DATES[0]]
 
-    # A run killed while rewriting the history for a widening: the history renamed aside
-    # and its copy complete; and a partial copy of the changelog. The next run finishes
-    # both (the state, a Delta table, is rewritten in one commit).
+    # A run killed while rewriting the changelog (parquet) for a widening: the changelog
+    # renamed aside and its copy complete; and a partial copy of the history, which a
+    # killed upgrade of an earlier release's history leaves. The next run finishes both
+    # (the state and the history, Delta tables, are rewritten in one commit each).
     history, changelog = f"{project.schema}.{name}_history", f"{project.schema}.{name}_changelog"
     spark = project.spark
-    spark.sql(f"alter table {history} rename to {history}__hashcdc_retired")
+    spark.sql(f"alter table {changelog} rename to {changelog}__hashcdc_retired")
     spark.sql(
-        f"create table {history}__hashcdc_rewrite using parquet partitioned by (business_date) "
-        f"as select * from {history}__hashcdc_retired"
+        f"create table {changelog}__hashcdc_rewrite using parquet partitioned by (business_date) "
+        f"as select * from {changelog}__hashcdc_retired"
     )
-    spark.sql(f"create table {changelog}__hashcdc_rewrite as select * from {changelog} where false")
+    spark.sql(f"create table {history}__hashcdc_rewrite as select * from {history} where false")
     project.add_table(
         simple_config(
             name, [{"name": "id", "type": "bigint", "key": True}, columns[1]], changelog=True
@@ -398,12 +399,12 @@ def test_narrowing_is_refused_and_a_killed_rewrite_is_finished(project: Any, cap
     )
     capsys.readouterr()
     assert cli(project, "run", "--date", DATES[1], "--select", name) != 0
-    assert f"a run was killed while {history} was being rewritten" in capsys.readouterr().out
+    assert f"a run was killed while {changelog} was being rewritten" in capsys.readouterr().out
     assert cli(project, "run", "--date", DATES[1], "--select", name) == 0
     for leftover in (
-        "_history__hashcdc_retired",
-        "_history__hashcdc_rewrite",
+        "_changelog__hashcdc_retired",
         "_changelog__hashcdc_rewrite",
+        "_history__hashcdc_rewrite",
     ):
         assert not spark.catalog.tableExists(f"{project.schema}.{name}{leftover}")
     assert column_types(project, f"{name}_state")["id"] == "bigint"

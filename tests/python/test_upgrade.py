@@ -1,4 +1,4 @@
-"""A warehouse of the parquet layout (a state snapshot per date) upgraded to Delta states.
+"""A warehouse of an earlier layout upgraded: parquet states and histories, INT96 timestamps.
 
 The old layout is built from a real run's rows, as the release before issue 26 wrote
 them: a parquet state partitioned by business date (each partition the whole state of its
@@ -9,12 +9,19 @@ pure-Python oracle on every date, and `hashcdc upgrade` finds nothing left to do
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from oracle import apply_extract
 
 from hashcdc.cli import main
-from hashcdc.versions import applied_versions
+from hashcdc.versions import applied_versions, is_delta
 
 NAME = "upgraded"
 DATES = ("2024-03-01", "2024-03-02", "2024-03-03")
@@ -51,7 +58,7 @@ def old_layout_select(state: str, version: int, business_date: str, history: str
     )
 
 
-def test_a_parquet_state_is_upgraded_by_the_next_run_and_history_is_kept(project: Any) -> None:
+def test_a_parquet_state_and_history_are_upgraded_by_the_next_run(project: Any) -> None:
     project.add_table(
         {
             "name": NAME,
@@ -86,9 +93,18 @@ def test_a_parquet_state_is_upgraded_by_the_next_run_and_history_is_kept(project
     spark.sql(f"drop table {state}")
     spark.sql(f"alter table {state}_old rename to {state}")
     assert spark.sql(f"show partitions {state}").count() == 2
+    # And the history of that release: a parquet table, one partition per date.
+    spark.sql(
+        f"create table {history}_old using parquet partitioned by (business_date) "
+        f"as select * from {history}"
+    )
+    spark.sql(f"drop table {history}")
+    spark.sql(f"alter table {history}_old rename to {history}")
 
     assert cli(project, "run", "--date", DATES[2], "--select", NAME) == 0
     assert [v.business_date for v in applied_versions(spark, state)] == list(DATES[1:])
+    assert is_delta(spark, history)
+    assert [v.business_date for v in applied_versions(spark, history)] == list(DATES[1:])
     assert cli(project, "upgrade") == 0
 
     oracle_state: dict = {}
@@ -109,40 +125,75 @@ def test_a_parquet_state_is_upgraded_by_the_next_run_and_history_is_kept(project
     )
 
 
-# Timestamps a warehouse holds every day, far from today: INT96 wraps or clamps them in
-# readers other than Spark (delta-rs, pyarrow, polars).
-EDGE_TIMES = {
-    1: "9999-12-31 23:59:59",
-    2: "1000-06-15 12:00:00",
-    3: "1677-09-21 00:12:44",
-    4: "2262-04-12 00:00:00",
-    5: "2024-03-01 10:00:00.123456",
-}
+# Values a warehouse holds every day far from today (the "end of time" sentinel, old
+# dates): INT96 wraps or clamps the timestamps in readers other than Spark.
+EDGE_ROWS = [
+    [1, "north", "9999999999.99", "9999-12-31", "9999-12-31 23:59:59", "Zürich ✓"],
+    [2, "north", "-0.01", "0001-01-01", "1000-06-15 12:00:00", None],
+    [3, "south", "0.00", "1582-10-15", "1677-09-21 00:12:44", ""],
+    [4, "south", "12.50", "2262-04-12", "2262-04-12 00:00:00", "naïve — ünïcode"],
+    [5, "east", None, None, "2024-03-01 10:00:00.123456", "x"],
+]
+LAKE_COLUMNS = ["id", "region", "amount", "born", "at", "note"]
+READERS = Path(__file__).parent / "lake_readers.py"
+READERS_PATH = Path(sys.executable).parent.parent / "readers"
 
 
-def _read_outside_spark(path: str, history: bool) -> dict[int, str]:
-    """The table's timestamps as polars (on delta-rs) reads them: id -> ISO text."""
+def lake_extract(day: int) -> list[list[Any]]:
+    """The edge rows and 40 plain ones; each date changes some, deletes one, adds one."""
+    rows = {(r[0], r[1]): list(r) for r in EDGE_ROWS}
+    for i in range(10, 50):
+        rows[(i, "west")] = [
+            i,
+            "west",
+            f"{i}.25",
+            "2000-01-01",
+            f"2024-01-01 0{i % 10}:00:00",
+            f"r{i}",
+        ]
+    for date in range(2, day + 1):
+        rows.pop((10 + date, "west"), None)
+        rows[(20 + date, "west")][2] = f"{date}.75"
+        rows[(date % 5 + 1, EDGE_ROWS[date % 5][1])][5] = f"changed on {date}"
+        rows[(100 + date, "west")] = [
+            100 + date,
+            "west",
+            "1.00",
+            "1999-12-31",
+            "1970-01-01 00:00:00",
+            None,
+        ]
+    return list(rows.values())
+
+
+def _read_outside_spark(path: str) -> dict[int, str]:
+    """A state's timestamps as polars (on delta-rs) reads them: id -> ISO text."""
     import polars as pl
 
-    frame = pl.read_parquet(f"{path}/**/*.parquet") if history else pl.read_delta(path)
-    if not history:
-        frame = frame.filter(pl.col("operation").is_in(["I", "U", "N", "X"]))
+    frame = pl.read_delta(path).filter(pl.col("operation").is_in(["I", "U", "N", "X"]))
     return {
         row["id"]: row["at"].replace(tzinfo=None).isoformat(sep=" ")
         for row in frame.select("id", "at").to_dicts()
     }
 
 
-def test_int96_timestamps_are_rewritten_and_read_right_outside_spark(
-    project: Any, capsys: Any
-) -> None:
-    """Issue 42: a warehouse whose files hold INT96 timestamps (Spark's default before it)
-    is rewritten by `hashcdc upgrade` with INT64 ones, rows and versions kept; polars
-    (delta-rs) then reads the edge timestamps as Spark does."""
+def _query(project: Any, capsys: Any, sql: str, as_of: str | None = None) -> list[list[str]]:
+    """`hashcdc query`'s CSV rows (sorted, without the header)."""
+    capsys.readouterr()
+    dated = ["--as-of", as_of] if as_of else []
+    assert cli(project, "query", *dated, sql) == 0
+    return sorted(list(csv.reader(io.StringIO(capsys.readouterr().out)))[1:])
+
+
+def test_the_lake_reads_the_same_in_duckdb_polars_and_delta_rs(project: Any, capsys: Any) -> None:
+    """Issue 42: a warehouse written before it (INT96 timestamps, a parquet history) is
+    upgraded; after more dates, a rerun (a RESTORE in the state's log) and a compaction,
+    DuckDB, polars and delta-rs — in a process without Spark — read current, history and
+    the state and history as of every date as `hashcdc query` does."""
     from hashcdc.evolve import rewrite_parquet
     from hashcdc.upgrade import _is_int96
 
-    name = "int96"
+    name = "lake"
     project.add_table(
         {
             "name": name,
@@ -150,20 +201,25 @@ def test_int96_timestamps_are_rewritten_and_read_right_outside_spark(
             "source": {"path": f"landing/{name}/{{business_date}}.csv"},
             "columns": [
                 {"name": "id", "type": "int", "key": True},
+                {"name": "region", "type": "string", "key": True},
+                {"name": "amount", "type": "decimal(12,2)"},
+                {"name": "born", "type": "date"},
                 {"name": "at", "type": "timestamp"},
+                {"name": "note", "type": "string"},
             ],
         }
     )
+    dates = ("2024-03-01", "2024-03-02", "2024-03-03", "2024-03-04")
+    for day, business_date in enumerate(dates, start=1):
+        project.write_csv(f"landing/{name}/{business_date}.csv", LAKE_COLUMNS, lake_extract(day))
     spark, state, history = project.spark, f"{name}_state", f"{name}_history"
-    rows = [[key, value] for key, value in EDGE_TIMES.items()]
-    project.write_csv(f"landing/{name}/{DATES[0]}.csv", ["id", "at"], rows)
-    assert cli(project, "run", "--date", DATES[0], "--select", name) == 0
+    assert cli(project, "run", "--date", dates[0], "--select", name) == 0
     locations = {
         table: spark.sql(f"describe detail {table}").collect()[0]["location"].removeprefix("file:")
         for table in (state, history)
     }
-    # The files as the release before issue 42 wrote them: INT96 (Spark's default then),
-    # and no record of the timestamps' type on the state.
+    # The tables as the release before issue 42 wrote them: INT96 timestamps (Spark's
+    # default then), no record of their type, and the history a parquet table.
     spark.conf.set("spark.sql.parquet.outputTimestampType", "INT96")
     try:
         spark.table(state).write.format("delta").mode("overwrite").option(
@@ -173,39 +229,73 @@ def test_int96_timestamps_are_rewritten_and_read_right_outside_spark(
     finally:
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     spark.sql(f"alter table {state} unset tblproperties ('hashcdc.parquet_timestamps')")
+    assert not is_delta(spark, history)
     assert all(_is_int96(spark, f) for t in (state, history) for f in spark.table(t).inputFiles())
-    assert _read_outside_spark(locations[state], False) != EDGE_TIMES  # wrapped, clamped
+    edge_times = {row[0]: row[4] for row in EDGE_ROWS}
+    wrong = _read_outside_spark(locations[state])
+    assert {k: wrong[k] for k in edge_times} != edge_times  # wrapped, clamped
 
+    capsys.readouterr()
     assert cli(project, "upgrade") == 0
+    said = capsys.readouterr().out
+    assert f"{history} upgraded to a Delta table" in said and "INT64 timestamps" in said
+    assert is_delta(spark, history)
     for table in (state, history):
         assert not any(_is_int96(spark, f) for f in spark.table(table).inputFiles()), table
-        assert _read_outside_spark(locations[table], table == history) == EDGE_TIMES, table
-    spark_rows = project.rows(f"select id, cast(at as string) as at from {name}_current")
-    assert {r["id"]: r["at"] for r in spark_rows} == {
-        key: value.removesuffix(".123456") + (".123456" if key == 5 else "")
-        for key, value in EDGE_TIMES.items()
-    }
-    # The date is still in the state's log (the rewrite commits no date of its own).
-    assert [v.business_date for v in applied_versions(spark, state)] == [DATES[0]]
-    # `current` rebuilt without Spark or the metastore, by the documented rule (the rule's
-    # untouched operation is the state's own property).
-    import polars as pl
-    from deltalake import DeltaTable
-
-    delta = DeltaTable(locations[state])
-    untouched = delta.metadata().configuration["hashcdc.untouched_operation"]
-    rows_of_state = pl.read_delta(delta)
-    latest = rows_of_state.filter(pl.col("operation") == "W")["business_date"].max()
-    outside = rows_of_state.filter(pl.col("operation").is_in(["I", "U", "N", "X"])).select(
-        "id",
-        pl.when(pl.col("business_date") == latest)
-        .then(pl.col("operation"))
-        .otherwise(pl.lit(untouched))
-        .alias("operation"),
-    )
-    inside = project.rows(f"select id, operation from {name}_current")
-    assert sorted(outside.rows()) == sorted((r["id"], r["operation"]) for r in inside)
-    # Done once: recorded on each table, so the next upgrade (or run) has nothing to do.
-    capsys.readouterr()
+    # Done once: recorded on each table, so the next upgrade has nothing to do.
     assert cli(project, "upgrade", "--select", name) == 0
     assert "nothing to do" in capsys.readouterr().out
+
+    assert cli(project, "run", "--date", *dates[1:], "--select", name) == 0
+    # A rerun of the latest date with an extract corrected since: the state is restored
+    # to the date before it (a RESTORE commit) and the history's date replaced whole.
+    corrected = lake_extract(4)
+    corrected = [row for row in corrected if row[0] != 104]
+    project.write_csv(f"landing/{name}/{dates[3]}.csv", LAKE_COLUMNS, corrected)
+    assert cli(project, "run", "--date", dates[3], "--select", name) == 0
+    operations = [r["operation"] for r in project.rows(f"describe history {state}")]
+    assert "RESTORE" in operations
+    history_log = project.rows(f"describe history {history}")
+    assert [r["operation"] for r in history_log][:1] == ["WRITE"]
+    assert '"hashcdc_business_date":"2024-03-04"' in history_log[0]["userMetadata"]
+    assert cli(project, "compact", "--select", name) == 0
+    assert "compacted into" in capsys.readouterr().out
+
+    current_sql = (
+        f"select id, region, amount, born, cast(at as string), note, operation from {name}_current"
+    )
+    history_sql = (
+        f"select id, region, amount, born, cast(at as string), note, operation, business_date "
+        f"from {name}_history"
+    )
+    expected = {
+        "current": _query(project, capsys, current_sql),
+        "history": _query(project, capsys, history_sql),
+    }
+    for business_date in dates:
+        expected[f"current@{business_date}"] = _query(project, capsys, current_sql, business_date)
+        expected[f"history@{business_date}"] = _query(project, capsys, history_sql, business_date)
+    assert expected["history@2024-03-03"] != expected["history"]  # as of reads less
+
+    request = project.root / "readers.json"
+    request.write_text(
+        json.dumps(
+            {
+                "state": locations[state],
+                "history": locations[history],
+                "columns": [*LAKE_COLUMNS, "operation"],
+                "history_columns": [*LAKE_COLUMNS, "operation", "business_date"],
+                "dates": list(dates),
+            }
+        )
+    )
+    environment = os.environ | {"PYTHONPATH": str(READERS_PATH), "TZ": "UTC"}
+    done = subprocess.run(
+        [sys.executable, str(READERS), str(request)],
+        capture_output=True, text=True, env=environment, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    for reader in ("duckdb", "polars", "delta-rs"):
+        for read, rows in expected.items():
+            assert found[reader][read] == rows, f"{reader}: {read}"

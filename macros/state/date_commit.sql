@@ -28,14 +28,21 @@
 {% endmacro %}
 
 
-{% macro end_state_commit() %}
-    {#- Post-hook of a state model: later commits of the session carry no business date. -#}
+{% macro start_date_commit() %}
+    {#- Pre-hook of a history model: its commit carries the business date, as a state's. -#}
+    {{ return(hashcdc._commit_metadata_setting(hashcdc.business_date())) }}
+{% endmacro %}
+
+
+{% macro end_date_commit() %}
+    {#- Post-hook of a state or history model: later commits of the session carry no
+        business date. -#}
     {{ return(adapter.hashcdc_commit_metadata_statement(none)) }}
 {% endmacro %}
 
 
 {% macro compact_by_policy(state) %}
-    {#- Post-hook of a state model, after end_state_commit: OPTIMIZE and VACUUM the state
+    {#- Post-hook of a state or history model, after end_date_commit: OPTIMIZE and VACUUM it
         once var('hashcdc_compact_every_dates') dates were applied since its last
         compaction (hashcdc/maintenance.py). Nothing when the var is 0. -#}
     {%- if execute and hashcdc._is_writing_command() -%}

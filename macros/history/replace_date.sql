@@ -1,0 +1,19 @@
+{% macro replace_date(target, source) %}
+    {{ return(adapter.dispatch('replace_date', 'hashcdc')(target, source)) }}
+{% endmacro %}
+
+
+{% macro default__replace_date(target, source) %}
+{#- Replace the business date's rows of a Delta history with the date's rows, in one
+    commit: a rerun or a replay that yields fewer rows (or none) leaves none of the old
+    ones, and a reader sees the date's old rows or its new ones, never a mix. Columns go
+    by name, in the target's order. -#}
+{%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
+insert into {{ target }}
+replace where business_date = date'{{ hashcdc.business_date() }}'
+select
+    {%- for column in columns %}
+    {{ adapter.quote(column) }}{{ ',' if not loop.last }}
+    {%- endfor %}
+from {{ source }}
+{% endmacro %}
