@@ -41,15 +41,15 @@ $(READERS)/.installed: tests/readers.txt $(VENV)/.installed
 	$(BIN)/pip install --quiet --no-deps --target $(READERS) -r tests/readers.txt
 	touch $@
 
-# Spark's JVM packages (Delta Lake), from Maven Central into jars/, once (hashcdc/jars.py).
-jars/.fetched: hashcdc/jars.py $(VENV)/.installed
-	$(BIN)/python -m hashcdc.jars
+# Spark's JVM packages (Delta Lake), from Maven Central into jars/, once (hashcdc/runtime/jars.py).
+jars/.fetched: hashcdc/runtime/jars.py $(VENV)/.installed
+	$(BIN)/python -m hashcdc.runtime.jars
 	touch $@
 
-# The driver JVM's class archive (hashcdc/class_archive.py): Spark starts in about half
+# The driver JVM's class archive (hashcdc/runtime/class_archive.py): Spark starts in about half
 # the time. Built once per JVM and jar set (a minute or two); a no-op when up to date.
 class-archive: jars/.fetched
-	$(BIN)/python -m hashcdc.class_archive
+	$(BIN)/python -m hashcdc.runtime.class_archive
 
 demo: install
 	$(BIN)/hashcdc demo

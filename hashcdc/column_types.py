@@ -1,8 +1,8 @@
 """The column types a table config may give: one registry holding each type's every rule.
 
 A type is registered once, in :data:`TYPES`, with its name and aliases, its family (which
-says how extract text is cast to it — :mod:`hashcdc.casting` — and how a cast value is
-encoded for hashing — :mod:`hashcdc.hashing`), the widenings it allows, whether a
+says how extract text is cast to it — :mod:`hashcdc.pipeline.casting` — and how a cast value is
+encoded for hashing — :mod:`hashcdc.pipeline.hashing`), the widenings it allows, whether a
 connector's logical type may decode it in a change feed, and the lowest value a sequence
 field of the type takes when an event lacks it. The config's validation, the casting, the
 hashing, the schema evolution and the change-feed decoding all ask this module; the type's
@@ -11,7 +11,7 @@ generated from it (:mod:`hashcdc.registries`: ``python -m hashcdc.registries`` r
 both; a unit test checks they match).
 
 A type cannot exist without a hash encoding: ``family`` is a required field, and
-:mod:`hashcdc.hashing` refuses to import unless it encodes every :class:`Family`.
+:mod:`hashcdc.pipeline.hashing` refuses to import unless it encodes every :class:`Family`.
 
 This module imports neither Spark nor the config, so the config's validation (and the
 CLI's quick paths) stay light.

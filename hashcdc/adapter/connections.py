@@ -17,7 +17,7 @@ from dbt.adapters.spark.connections import (
 from dbt_common.exceptions import DbtRuntimeError
 
 from hashcdc.errors import HashcdcError
-from hashcdc.project import session_with
+from hashcdc.runtime.project import session_with
 
 # A refusal the SQL itself raises (``raise_error``), as Spark words it in a task's failure.
 _USER_RAISED = re.compile(r"\[USER_RAISED_EXCEPTION\] (.+?) SQLSTATE: P0001", re.DOTALL)
@@ -45,7 +45,7 @@ class HashcdcConnectionManager(SparkConnectionManager):
     """dbt-spark's connection manager under the ``hashcdc`` type name.
 
     The first connection starts Spark the way ``hashcdc`` does
-    (:func:`hashcdc.project.session_with`): an embedded metastore held by another process is
+    (:func:`hashcdc.runtime.project.session_with`): an embedded metastore held by another process is
     reported in one line, a shared one gets its tables on first use.
     """
 

@@ -20,9 +20,9 @@ from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import BUSINESS_DATE_ENV
 from hashcdc.errors import HashcdcError
-from hashcdc.maintenance import compact_if_due
-from hashcdc.session_stage import session_stage
-from hashcdc.versions import applied_versions, commit_metadata_statement, restore
+from hashcdc.pipeline.session_stage import session_stage
+from hashcdc.state.maintenance import compact_if_due
+from hashcdc.state.versions import applied_versions, commit_metadata_statement, restore
 
 # Listing a schema while another process replaces one of its tables: tries, then a
 # slower listing that tolerates it.
@@ -77,7 +77,7 @@ class HashcdcAdapter(SparkAdapter):
     def hashcdc_applied_versions(self, relation: BaseRelation) -> list[dict[str, Any]]:
         """The business dates a state table holds, each with the version that applied it.
 
-        Read from the table's Delta log (:func:`hashcdc.versions.applied_versions`); none
+        Read from the table's Delta log (:func:`hashcdc.state.versions.applied_versions`); none
         when the table does not exist (yet).
         """
         from pyspark.sql import SparkSession
@@ -104,7 +104,7 @@ class HashcdcAdapter(SparkAdapter):
         business_date: str,
         partitions: Any = None,
     ) -> str:
-        """The temporary view of a stage for a date (:func:`hashcdc.session_stage.session_stage`).
+        """The temporary view of a stage for a date (:mod:`hashcdc.pipeline.session_stage`).
 
         The view the stage model kept in this session, or — when a command runs a consumer
         without its stage — one computed again from the extract.
@@ -124,7 +124,7 @@ class HashcdcAdapter(SparkAdapter):
 
     @available
     def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:
-        """Restore a state to ``version`` (:func:`hashcdc.versions.restore`); returns ''."""
+        """Restore a state to ``version`` (:func:`hashcdc.state.versions.restore`); returns ''."""
         from pyspark.sql import SparkSession
 
         restore(
@@ -134,7 +134,7 @@ class HashcdcAdapter(SparkAdapter):
 
     @available
     def hashcdc_compact_if_due(self, relation: BaseRelation, every_dates: int, kept: int) -> str:
-        """Compact a state when its policy says so (:func:`hashcdc.maintenance.compact_if_due`).
+        """Compact a table when its policy says so (``maintenance.compact_if_due``).
 
         Returns what was done, for the log ('' when nothing was due).
         """

@@ -10,6 +10,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from hashcdc.adapter.connections import HashcdcCredentials
 from hashcdc.errors import HashcdcError
+from hashcdc.runtime.project import session_with
 
 
 class SessionPythonJobHelper(PythonJobHelper):
@@ -25,8 +26,6 @@ class SessionPythonJobHelper(PythonJobHelper):
         self.credentials = credentials
 
     def _spark_session(self) -> Any:
-        from hashcdc.project import session_with
-
         return session_with(self.credentials.server_side_parameters)
 
     def submit(self, compiled_code: str) -> None:

@@ -40,10 +40,10 @@ from typing import Any
 
 import yaml
 
-from hashcdc import generate
 from hashcdc.capture.group import capture_group, source_module
+from hashcdc.codegen import generate
 from hashcdc.config import TableConfig, load_table_configs
-from hashcdc.project import scratch_project
+from hashcdc.runtime.scratch import scratch_project
 
 BENCH_TABLE = "hashcdc_bench_events"
 BATCH_ROWS = 1_000

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hashcdc.jars import ICEBERG_JAR, jar_paths
+from hashcdc.runtime.jars import ICEBERG_JAR, TABLE_FORMAT_SETTINGS, jar_paths
 
 PAYLOAD_COLUMNS = 13
 UPDATED, DELETED, INSERTED = 0.005, 0.0025, 0.0025
@@ -148,8 +148,6 @@ def _iceberg(spark: Any, rows: int) -> dict[str, Any]:
 def run(sizes: list[int], output: Path) -> dict[str, Any]:
     """Both formats at each size in one session; written to ``<output>/formats.json``."""
     from pyspark.sql import SparkSession
-
-    from hashcdc.jars import TABLE_FORMAT_SETTINGS
 
     work = output / "formats"
     shutil.rmtree(work, ignore_errors=True)

@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hashcdc.codegen.generate import TEMPLATES
 from hashcdc.errors import HashcdcError
-from hashcdc.generate import TEMPLATES
-from hashcdc.metastore import DERBY_LOG_OPTION
+from hashcdc.runtime.jars import with_table_format
+from hashcdc.runtime.metastore import DERBY_LOG_OPTION
 
 # The share of the memory free when a DuckDB peer is set up that DuckDB may use.
 PEER_MEMORY_SHARE = 0.5
@@ -281,8 +282,6 @@ class SparkPeer(DbtPeer):
     file_format = "delta"
 
     def __init__(self, root: Path, cases: list[PeerCase], settings: dict[str, Any]) -> None:
-        from hashcdc.jars import with_table_format
-
         self.settings = with_table_format(settings)
         self.settings.update(
             {

@@ -38,9 +38,23 @@ from typing import Any
 from urllib.parse import urlparse
 
 from hashcdc.bench import report as bench_report
-from hashcdc.bench.peer import PEERS, PeerFailedError, meminfo_kib
+from hashcdc.bench.peer import PEERS, PeerCase, PeerFailedError, SparkPeer, meminfo_kib
 from hashcdc.bench.report import FIXED_CHANGES, PEER_FIGURES
+from hashcdc.codegen import datagen, generate
+from hashcdc.config import load_table_configs
+from hashcdc.pipeline.stage import typecast_and_hash
 from hashcdc.relations import Relations
+from hashcdc.runtime.project import (
+    dbt_args,
+    for_business_date,
+    invoke_dbt,
+    profile_output,
+    session_with,
+    spark_session,
+    table_selector,
+)
+from hashcdc.runtime.scratch import scratch_project
+from hashcdc.state.maintenance import compact
 
 DATES = ("2019-06-18", "2019-06-19", "2019-06-20")
 # The article's day 2, then a typical day: a full extract in which 1% of the rows changed.
@@ -51,8 +65,6 @@ DELTA_FRACTION_CHANGED = 0.01
 
 def _scratch_project(project_dir: Path, work: Path) -> Path:
     """A copy of the project skeleton with its own warehouse and metastore."""
-    from hashcdc.project import scratch_project
-
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
@@ -100,8 +112,6 @@ def _build(
     extra_args: Sequence[str] = (),
 ) -> float:
     """Run one dbt command for a date; per-model seconds go into ``per_model``."""
-    from hashcdc.project import dbt_args, for_business_date, invoke_dbt, table_selector
-
     extra = [*extra_args] + ([] if command == "parse" else table_selector([table]))
     if command == "compile":
         extra.append("--quiet")  # else dbt prints the compiled code
@@ -129,9 +139,6 @@ def _copy_floor(spark: Any, columns: list[dict[str, Any]], source: Path, target:
 
 def _stage_compute(spark: Any, work: Path, table: str, business_date: str) -> float:
     """The hash stage alone: read, cast and hash the extract, with no write (noop sink)."""
-    from hashcdc.config import load_table_configs
-    from hashcdc.stage import typecast_and_hash
-
     config = next(t for t in load_table_configs(work / "tables") if t.name == table)
     frame = typecast_and_hash(spark, config.to_dict(), business_date)
     return _timed(lambda: frame.write.format("noop").mode("overwrite").save())[0]
@@ -197,8 +204,6 @@ def _release(spark: Any, work: Path, table: str, args: argparse.Namespace) -> No
     """
     if args.keep:
         return
-    from hashcdc import generate
-    from hashcdc.config import load_table_configs
 
     config = next(t for t in load_table_configs(work / "tables") if t.name == table)
     for name, is_view in generate.relations(config):
@@ -223,8 +228,6 @@ def _read_current(spark: Any, table: str) -> dict[str, float]:
 
 def _week_without_compaction(spark: Any, options: Any) -> dict[str, Any]:
     """Reading ``current`` after a week of uncompacted days, then after ``hashcdc compact``."""
-    from hashcdc.maintenance import compact
-
     table = options.table_name
     figures: dict[str, Any] = {"week_days": len(options.dates) - 1}
     figures["week_state_files"] = _state_detail(spark, table)["numFiles"]
@@ -243,8 +246,6 @@ def _small_change_options(rows: int, extract_type: str) -> Any:
     Day 1 loads every row (a full extract; a feed of snapshot reads), so day 2 runs against
     the full state.
     """
-    from hashcdc import datagen
-
     return datagen.DatagenOptions(
         table_name=f"bench_{rows}_{extract_type}",
         initial_records=rows,
@@ -258,9 +259,6 @@ def _small_change_options(rows: int, extract_type: str) -> Any:
 
 def _peer_case(work: Path, options: Any) -> Any:
     """The peer's view of a generated table."""
-    from hashcdc import datagen
-    from hashcdc.bench.peer import PeerCase
-
     return PeerCase(
         name=options.table_name,
         extract_type=options.extract_type,
@@ -305,10 +303,6 @@ def _end_to_end(project_dir: Path, work: Path, table: str) -> dict[str, float]:
     A separate scratch project (its own metastore: the bench's session holds its own) with
     the same table config, reading the bench's landing files; day 1 runs first, untimed.
     """
-    from hashcdc import generate
-    from hashcdc.config import load_table_configs
-    from hashcdc.project import scratch_project
-
     e2e = work.parent / "end_to_end"
     shutil.rmtree(e2e, ignore_errors=True)
     e2e.mkdir(parents=True)
@@ -332,9 +326,6 @@ def _end_to_end(project_dir: Path, work: Path, table: str) -> dict[str, float]:
 
 def _peers(args: argparse.Namespace, work: Path, cases: list[Any]) -> list[Any]:
     """The peers asked for with ``--peer``, each a scratch project under the output folder."""
-    from hashcdc.bench.peer import SparkPeer
-    from hashcdc.project import profile_output
-
     peers = []
     for name in args.peer or []:
         root = work / name
@@ -355,9 +346,6 @@ def bench_size(
     save: Callable[[], None],
 ) -> None:
     """Measure one size into ``figures`` (seconds; one run each), saving after each step."""
-    from hashcdc import datagen, generate
-    from hashcdc.config import load_table_configs
-
     figures["rows"] = rows
     if args.only_change_cost:
         figures.update(_fixed_and_weekly_deltas(spark, work, rows, figures, args))
@@ -419,8 +407,6 @@ def _fixed_and_weekly_deltas(
 ) -> dict[str, Any]:
     """The same 10,000 changed rows at this size; ``--week-days`` 1% deltas read uncompacted."""
     week_days = args.week_days
-    from hashcdc import datagen, generate
-    from hashcdc.config import load_table_configs
 
     result: dict[str, Any] = {}
     fraction = FIXED_CHANGES / rows
@@ -486,7 +472,6 @@ def main(project_dir: Path, args: argparse.Namespace) -> int:
     output = args.output if args.output.is_absolute() else project_dir / args.output
     work = _scratch_project(project_dir, output / "work")
     os.chdir(work)
-    from hashcdc.project import profile_output, session_with, spark_session
 
     args.project_dir = project_dir
     jvm, spark = _timed(lambda: session_with(profile_output(work).get("server_side_parameters")))

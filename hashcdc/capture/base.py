@@ -37,7 +37,7 @@ from hashcdc.capture.landing import (
 )
 from hashcdc.config import TableConfig
 from hashcdc.errors import HashcdcError
-from hashcdc.schema_changes import (
+from hashcdc.pipeline.evolution.schema_changes import (
     SCHEMA_FILE_PREFIX,
     TABLE_RENAMED,
     SourceColumn,

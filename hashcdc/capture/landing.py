@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc.config import TableConfig
-from hashcdc.hadoop import resolve_location
-from hashcdc.schema_changes import SCHEMA_FILE_PREFIX
+from hashcdc.pipeline.evolution.schema_changes import SCHEMA_FILE_PREFIX
+from hashcdc.runtime.hadoop import resolve_location
 
 PART_PREFIX = "_capturing-"
 FILE_SUFFIX = ".json"

@@ -33,7 +33,7 @@ from hashcdc.capture.mariadb_source import (
     typed_columns,
 )
 from hashcdc.config import TableConfig
-from hashcdc.schema_changes import TABLE_CREATED, TABLE_DROPPED, TABLE_RENAMED
+from hashcdc.pipeline.evolution.schema_changes import TABLE_CREATED, TABLE_DROPPED, TABLE_RENAMED
 
 # Statements in the log that change a table's shape or empty it.
 _DDL = re.compile(

@@ -41,7 +41,7 @@ from hashcdc.capture.postgresql_source import (
     typed_columns,
 )
 from hashcdc.config import TableConfig
-from hashcdc.schema_changes import TABLE_RENAMED
+from hashcdc.pipeline.evolution.schema_changes import TABLE_RENAMED
 
 # How long to wait for the server between checks of the stop conditions.
 _POLL_SECONDS = 0.5

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from hashcdc.capture.group import capture_group, source_module
 from hashcdc.capture.landing import CONTROL_SUFFIX, Offsets, held_files, paused_tables
 from hashcdc.config import TableConfig
 from hashcdc.errors import HashcdcError
@@ -20,8 +21,6 @@ from hashcdc.errors import HashcdcError
 
 def _server_position(tables: list[TableConfig]) -> int | str:
     """The server's current log position, or why it is not known."""
-    from hashcdc.capture.group import capture_group, source_module
-
     group = capture_group(tables)
     try:
         return int(source_module(group.database.kind).server_position(group))
@@ -41,7 +40,6 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
         offsets = Offsets.load(state_dir / f"{slot}.json", slot)
         if offsets.updated is None:
             continue
-        from hashcdc.capture.group import source_module
 
         source = source_module(members[0].source.database.kind)  # type: ignore[union-attr]
         server = _server_position(members)

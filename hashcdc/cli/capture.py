@@ -9,11 +9,12 @@ from pathlib import Path
 
 from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.errors import HashcdcError
-from hashcdc.project import find_project_dir, spark_session
+from hashcdc.runtime.project import find_project_dir, spark_session
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
     """Land each named table's database snapshot as the extract of a business date."""
+    # deferred: Spark's modules load only for the commands that use them
     from hashcdc.capture.snapshot import land_snapshot
 
     project_dir = find_project_dir(args.project_dir)
@@ -43,6 +44,7 @@ CAPTURE_STATE_DIR = Path(".hashcdc") / "capture"
 
 def _until(text: str | None) -> tuple[int | None, dt.datetime | None]:
     """``--until``: a log position (``16/B374D848``) or a time (ISO; UTC without offset)."""
+    # deferred: Spark's modules load only for the commands that use them
     from hashcdc.capture.pgoutput import lsn_number
 
     if text is None:
@@ -64,6 +66,7 @@ def _until(text: str | None) -> tuple[int | None, dt.datetime | None]:
 
 def _pause_or_resume(state_dir: Path, tables: list[TableConfig], pause: bool) -> int:
     """Write the tables' pause (or resume) where their capture takes it up."""
+    # deferred: Spark's modules load only for the commands that use them
     from hashcdc.capture.landing import CONTROL_SUFFIX, held_folder, set_paused
 
     for table in tables:
@@ -89,6 +92,7 @@ def _pause_or_resume(state_dir: Path, tables: list[TableConfig], pause: bool) ->
 
 def cmd_capture(args: argparse.Namespace) -> int:
     """Stream the selected tables' changes from their database's log (or check it)."""
+    # deferred: Spark's modules load only for the commands that use them
     from hashcdc.capture.base import CaptureOptions
     from hashcdc.capture.group import capture_group, source_module
 
@@ -131,9 +135,11 @@ def cmd_capture(args: argparse.Namespace) -> int:
         business_date=args.date,
     )
     if group.database.kind == "mariadb":
+        # deferred: Spark's modules load only for the commands that use them
         from hashcdc.capture.mariadb import MariaDBCapture
 
         return MariaDBCapture(group, options, project_dir).run()
+    # deferred: Spark's modules load only for the commands that use them
     from hashcdc.capture.postgresql import PostgresCapture
 
     return PostgresCapture(group, options, project_dir).run()

@@ -8,11 +8,11 @@ import os
 import sys
 from pathlib import Path
 
-from hashcdc import generate
 from hashcdc.cli.daily import shown
+from hashcdc.codegen import generate
 from hashcdc.config import SCHEMA, TableConfig, load_table_configs
 from hashcdc.errors import HashcdcError, InputDataError
-from hashcdc.project import (
+from hashcdc.runtime.project import (
     dbt_args,
     find_project_dir,
     invoke_dbt,
@@ -25,6 +25,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     Built from the registries, so a type or input format registered at run time shows.
     """
+    # deferred: Spark's modules load only for the commands that use them
     from hashcdc.registries import schema_with_registries
 
     del args
@@ -56,8 +57,9 @@ def _report_stale_models(project_dir: Path, tables: list[TableConfig]) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Everything a run needs, checked before it: configs, models and the dates' extracts."""
-    from hashcdc.project import files_session
-    from hashcdc.stage import checked_extract
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.pipeline.stage import checked_extract
+    from hashcdc.runtime.project import files_session
 
     project_dir = find_project_dir(args.project_dir)
     tables = load_table_configs(project_dir / "tables")
@@ -82,7 +84,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_init(args: argparse.Namespace) -> int:
     """Write tables/NAME.yml from a sample extract; the user marks the keys."""
-    from hashcdc.sample import table_yaml_from_sample
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.codegen.sample import table_yaml_from_sample
 
     project_dir = find_project_dir(args.project_dir)
     target = project_dir / "tables" / f"{args.name}.yml"

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hashcdc import audit, generate
+from hashcdc.codegen import generate
 from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.errors import HashcdcError
-from hashcdc.lock import table_locks
-from hashcdc.project import (
+from hashcdc.runtime.lock import table_locks
+from hashcdc.runtime.project import (
     dbt_args,
     find_project_dir,
     for_business_date,
@@ -33,6 +33,7 @@ from hashcdc.project import (
     spark_session,
     table_selector,
 )
+from hashcdc.state import audit
 
 
 def ensure_generated(project_dir: Path, names: Sequence[str]) -> list[TableConfig]:
@@ -190,7 +191,8 @@ def _all_tables(project_dir: Path) -> list[str]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Process each ``--date`` in date order, in one Spark session, under the tables' locks."""
-    from hashcdc.cluster import executor_report
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.runtime.cluster import executor_report
 
     project_dir = find_project_dir(args.project_dir)
     tables = _active_tables(ensure_generated(project_dir, args.select or []), args.select or [])
@@ -239,7 +241,8 @@ def shown(path: Path) -> str:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Re-run ``--from`` and every later processed date, in order, from the landing files."""
-    from hashcdc.replay import replay_plan
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.state.replay import replay_plan
 
     project_dir = find_project_dir(args.project_dir)
     tables = _active_tables(ensure_generated(project_dir, args.select or []), args.select or [])
@@ -284,7 +287,8 @@ def _print_profile(project_dir: Path, result: Any, seconds: float) -> None:
     """Print (and write to target/hashcdc_profile.md) where the run's time went."""
     from pyspark.sql import SparkSession
 
-    from hashcdc import profile
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.runtime import profile
 
     spark = SparkSession.getActiveSession()
     log = None
@@ -312,7 +316,8 @@ def cmd_query(args: argparse.Namespace) -> int:
     sql, shadowing = args.sql, []
     try:
         if args.as_of:
-            from hashcdc.versions import as_of_query
+            # deferred: Spark's modules load only for the commands that use them
+            from hashcdc.state.versions import as_of_query
 
             schema = profile_output(project_dir, args.target)["schema"]
             sql, shadowing = as_of_query(spark, schema, sql, args.as_of)

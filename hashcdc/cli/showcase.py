@@ -7,19 +7,20 @@ import json
 import os
 import sys
 
-from hashcdc import generate
 from hashcdc.cli.daily import DateRun, build_dates, ensure_generated, run_log_dir, shown
+from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
-from hashcdc.project import (
+from hashcdc.relations import Relations
+from hashcdc.runtime.project import (
     find_project_dir,
     spark_session,
 )
-from hashcdc.relations import Relations
 
 
 def cmd_datagen(args: argparse.Namespace) -> int:
     """Write synthetic extracts and their table config (Spark-native, seeded)."""
-    from hashcdc import datagen
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.codegen import datagen
 
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
@@ -56,7 +57,8 @@ DEMO_DATES = ("2019-06-18", "2019-06-19", "2019-06-20")
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """The article's example end to end in one process: generate, run 3 dates, count."""
-    from hashcdc import datagen
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.codegen import datagen
 
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
@@ -116,9 +118,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the benchmark (:mod:`hashcdc.bench`) and report it."""
+    # deferred: Spark's modules load only for the commands that use them
     from hashcdc.bench import run as bench
 
     if args.formats:
+        # deferred: Spark's modules load only for the commands that use them
         from hashcdc.bench import formats as bench_formats
 
         report = bench_formats.run(args.rows, args.output)
@@ -129,6 +133,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return 0
     project_dir = find_project_dir(args.project_dir)
     if args.capture:
+        # deferred: Spark's modules load only for the commands that use them
         from hashcdc.bench import capture as capture_bench
 
         for rows in args.rows:

@@ -7,16 +7,17 @@ import datetime as dt
 import os
 import sys
 
-from hashcdc import audit, generate
 from hashcdc.cli.daily import shown
+from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
 from hashcdc.errors import HashcdcError
-from hashcdc.lock import table_locks
-from hashcdc.project import (
+from hashcdc.runtime.lock import table_locks
+from hashcdc.runtime.project import (
     find_project_dir,
     profile_output,
     spark_session,
 )
+from hashcdc.state import audit
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -27,6 +28,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     spark = spark_session(project_dir, args.target)
     runs = audit.latest_runs(spark, audit.audit_table(project_dir))
     audit.console().print(audit.status_table(tables, runs, dt.date.today()))
+    # deferred: Spark's modules load only for the commands that use them
     from hashcdc.capture.status import capture_table
     from hashcdc.cli.capture import CAPTURE_STATE_DIR
 
@@ -39,7 +41,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
     """Bring an earlier release's tables to the current layout (Delta, INT64 timestamps)."""
-    from hashcdc.upgrade import upgrade_states
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.state.upgrade import upgrade_states
 
     project_dir = find_project_dir(args.project_dir)
     configs = load_table_configs(project_dir / "tables")
@@ -60,9 +63,10 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 def cmd_compact(args: argparse.Namespace) -> int:
     """Compact the states and histories (OPTIMIZE); drop the files of versions not kept."""
-    from hashcdc.audit import project_var
-    from hashcdc.maintenance import compact
-    from hashcdc.upgrade import history_tables, state_tables
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.state.audit import project_var
+    from hashcdc.state.maintenance import compact
+    from hashcdc.state.upgrade import history_tables, state_tables
 
     project_dir = find_project_dir(args.project_dir)
     configs = load_table_configs(project_dir / "tables")
@@ -128,7 +132,8 @@ def cmd_drop(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write one self-contained HTML page with charts of every run in the audit."""
-    from hashcdc.report import write_report
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.state.report import write_report
 
     project_dir = find_project_dir(args.project_dir)
     tables = load_table_configs(project_dir / "tables")

@@ -4,7 +4,12 @@ The schema of ``tables/<name>.yml`` is declared once, as a JSON Schema
 (``hashcdc/tables.schema.json``): fields, types, enumerations, defaults, descriptions and
 each field's message (``x-message``; ``x-unknown`` for an object's unknown fields). The
 values the rest of the package takes from it (extract types, CSV defaults, …) are named
-here; ``jsonschema`` checks a config against it, with the registered input formats.
+here; ``jsonschema`` checks a config against it, with the input formats declared to it.
+
+The config is at the bottom of the package: it imports neither the readers nor the
+registries. The formats it accepts are the schema file's (written from the readers by
+``python -m hashcdc.registries``), and a reader registered at run time (a plugin, a test)
+declares its own with :func:`declare_format` (``hashcdc.inputs.register`` does).
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ import functools
 import json
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-from hashcdc.registries import SCHEMA_FILE, schema_with_registries
+SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tables.schema.json"
 
 # The schema of tables/<name>.yml, declared once: its fields, types, enumerations, defaults,
 # descriptions and each field's message. `hashcdc schema` prints it for editors; the rules
@@ -66,6 +72,23 @@ RESERVED_COLUMNS = (
     "before_keyhash",
     "copies",
 )
+# Format name -> whether it carries change events only (its tables are change feeds).
+_FORMAT_NODE = SCHEMA["$defs"]["source"]["properties"]["format"]
+_FORMATS: dict[str, bool] = {
+    name: name in _FORMAT_NODE.get("x-event-formats", ()) for name in _FORMAT_NODE["enum"]
+}
+
+
+def declare_format(name: str, carries_events: bool) -> None:
+    """Accept ``source.format: name`` in configs (a reader registered at run time)."""
+    _FORMATS[name] = carries_events
+
+
+def format_names() -> tuple[str, ...]:
+    """The formats a config may name: the schema's, then those declared since, in order."""
+    return tuple(_FORMATS)
+
+
 CSV_OPTION_DEFAULTS: dict[str, Any] = {
     option: node["default"] for option, node in SCHEMA["$defs"]["csv"]["properties"].items()
 }
@@ -110,23 +133,22 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
 
 
 def _validator() -> jsonschema.Draft202012Validator:
-    """The schema's validator, with the formats registered now (:mod:`hashcdc.inputs`)."""
-    from hashcdc.inputs import format_names
-
+    """The schema's validator, with the formats declared now."""
     return _validator_for(format_names())
 
 
 @functools.cache
 def _validator_for(formats: tuple[str, ...]) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(schema_with_registries(SCHEMA))
+    schema = json.loads(json.dumps(SCHEMA))
+    node = schema["$defs"]["source"]["properties"]["format"]
+    node["enum"] = list(formats)
+    node["x-message"] = f"must be one of {', '.join(formats)}, got {{value!r}}"
+    return jsonschema.Draft202012Validator(schema)
 
 
 def event_formats() -> tuple[str, ...]:
-    """The formats that carry change events (registered readers, :mod:`hashcdc.inputs`)."""
-    # The readers import the config: asked when a config is validated, not at import.
-    from hashcdc.inputs import event_format_names
-
-    return event_format_names()
+    """The formats that carry change events only."""
+    return tuple(name for name, carries_events in _FORMATS.items() if carries_events)
 
 
 def schema_problems(raw: dict[str, Any], problems: Problems) -> None:

@@ -14,6 +14,7 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING
 
+from hashcdc.config.schema import declare_format
 from hashcdc.inputs.base import Reader
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ _FIRST = ("csv", "parquet")
 def register(reader: type[Reader]) -> type[Reader]:
     """Make a reader class the one for its format name (usable as a class decorator)."""
     _READERS[reader.name] = reader()
+    declare_format(reader.name, reader.carries_events)
     return reader
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from hashcdc.extract import refuse_files_not_text
 from hashcdc.inputs.events import raw_table_events
+from hashcdc.pipeline.extract import refuse_files_not_text
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -98,7 +98,7 @@ class Reader:
         raise NotImplementedError
 
     def raw_events(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
-        """A change feed's events as text, in the shape :mod:`hashcdc.feed` casts.
+        """A change feed's events as text, in the shape :mod:`hashcdc.pipeline.feed` casts.
 
         By default the rows of :meth:`read_rows`, whose operation and sequence are columns
         (``changes.operation_column``, ``changes.sequence_by``).

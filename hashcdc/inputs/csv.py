@@ -14,11 +14,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from pyspark.sql.types import StringType, StructField, StructType
 
-from hashcdc.columns import CORRUPT_RECORD
 from hashcdc.config import TableConfig
-from hashcdc.extract import position_columns
-from hashcdc.hadoop import HadoopFiles
-from hashcdc.header import (
+from hashcdc.inputs.base import Reader
+from hashcdc.pipeline.columns import CORRUPT_RECORD
+from hashcdc.pipeline.extract import position_columns
+from hashcdc.pipeline.header import (
     SAMPLE_ROWS,
     expected_fields,
     header_differences,
@@ -26,7 +26,7 @@ from hashcdc.header import (
     refuse_other_columns,
     unexpected_columns,
 )
-from hashcdc.inputs.base import Reader
+from hashcdc.runtime.hadoop import HadoopFiles
 
 # Spark's CSV reader reports an unquoted empty field as its nullValue and a quoted empty
 # field ("") as "". With this marker (never in real data) as nullValue, `a,,b` reads as

@@ -18,12 +18,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.column_types import column_type
-from hashcdc.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
 from hashcdc.config import ColumnConfig, SequenceField, TableConfig
 from hashcdc.errors import InputDataError
-from hashcdc.extract import LINE_COLUMN, read_event_lines
-from hashcdc.hadoop import HadoopFiles
-from hashcdc.header import SAMPLE_ROWS, inferred_type, new_columns_suggestion
 from hashcdc.inputs.base import Reader
 from hashcdc.inputs.events import (
     BEFORE_PREFIX,
@@ -34,7 +30,15 @@ from hashcdc.inputs.events import (
     SEQUENCE_PREFIX,
     TOMBSTONE_COLUMN,
 )
-from hashcdc.schema_changes import SCHEMA_FILE_PREFIX, read_schema_changes, shape_problems
+from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
+from hashcdc.pipeline.evolution.schema_changes import (
+    SCHEMA_FILE_PREFIX,
+    read_schema_changes,
+    shape_problems,
+)
+from hashcdc.pipeline.extract import LINE_COLUMN, read_event_lines
+from hashcdc.pipeline.header import SAMPLE_ROWS, inferred_type, new_columns_suggestion
+from hashcdc.runtime.hadoop import HadoopFiles
 
 # A JSON line parsed, its envelope (the line or its schema wrapper's payload) and the
 # wrapper's field list: projected once per line, read by every field.
@@ -80,7 +84,8 @@ class JsonEventsReader(Reader):
         """Hold the date's schema-change events against the config; name unloaded fields.
 
         A change of the source's shape that the config does not say yet (a column dropped
-        or retyped: :func:`hashcdc.schema_changes.shape_problems`) refuses the date before
+        or retyped: :func:`hashcdc.pipeline.evolution.schema_changes.shape_problems`) refuses
+        the date before
         anything is written, with the YAML that says it. Events are loaded whatever other
         fields they carry, so those are a notice, not a refusal: it shows the YAML lines
         that would load them, typed from the source's schema change where capture landed

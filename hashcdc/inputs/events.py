@@ -1,4 +1,4 @@
-"""The shape of raw change events: what every feed's reader hands :mod:`hashcdc.feed`.
+"""The shape of raw change events: what every feed's reader hands :mod:`hashcdc.pipeline.feed`.
 
 One row per event, every value still text: the row image's columns (named as in the lake),
 the key's before image (``__before_<key>``), the operation as written (``_op_raw``), each
@@ -13,9 +13,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-from hashcdc.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
 from hashcdc.config import TableConfig
-from hashcdc.extract import LINE_COLUMN
+from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
+from hashcdc.pipeline.extract import LINE_COLUMN
 
 BEFORE_PREFIX = "__before_"
 OPERATION_RAW_COLUMN = "_op_raw"

@@ -8,15 +8,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.column_types import normalize_type
-from hashcdc.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
 from hashcdc.config import TableConfig
-from hashcdc.header import (
+from hashcdc.inputs.base import Reader
+from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
+from hashcdc.pipeline.header import (
     expected_fields,
     header_differences,
     refuse_other_columns,
     unexpected_columns,
 )
-from hashcdc.inputs.base import Reader
 
 
 class ParquetReader(Reader):

@@ -1,7 +1,7 @@
 {% macro _with_recorded_additions(shape_changes, table_name, previous_date) %}
 {#- shape_changes with the first dates the state table records for columns added to the
     config without `added:` (table properties hashcdc.added.<column>, written by the
-    stage when the column first arrived: hashcdc.evolve.infer_additions). A date the
+    stage when the column first arrived: hashcdc.pipeline.evolution.tables.infer_additions). A date the
     config gives wins. -#}
 {%- if not shape_changes or previous_date is none -%}
     {{ return(shape_changes) }}

@@ -33,7 +33,7 @@
 
 {% macro applied_state_versions(state) %}
     {#- The business dates a state table holds, in order, each with the Delta version that
-        applied it (from the table's log: hashcdc/versions.py); empty before the first run
+        applied it (from the table's log: hashcdc/state/versions.py); empty before the first run
         and at parse time. -#}
     {%- if not execute or state is none -%}
         {{ return([]) }}

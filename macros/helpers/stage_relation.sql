@@ -1,7 +1,7 @@
 {% macro stage_relation(stage, business_date=none) %}
     {#- The session's view of a stage for a business date (default: the one being run): the
         stage model kept it, or it is computed again from the extract
-        (hashcdc/session_stage.py). At parse time, and in commands that neither build nor
+        (hashcdc/pipeline/session_stage.py). At parse time, and in commands that neither build nor
         test (compile, docs generate), the ref itself. -#}
     {%- if not execute or not hashcdc._is_writing_command() -%}
         {{ return(stage) }}

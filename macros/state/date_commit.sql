@@ -1,6 +1,6 @@
 {% macro prepare_state_commit(state) %}
     {#- Pre-hook of a state model: the date's commit will carry the business date in
-        Delta's userMetadata (hashcdc/versions.py). A date the state already holds (a
+        Delta's userMetadata (hashcdc/state/versions.py). A date the state already holds (a
         re-run, or a replay) is first undone: the state is restored to the version of the
         date before it, or emptied when there is none, so the date is applied again to
         the state it was computed from. -#}
@@ -44,7 +44,7 @@
 {% macro compact_by_policy(state) %}
     {#- Post-hook of a state or history model, after end_date_commit: OPTIMIZE and VACUUM it
         once var('hashcdc_compact_every_dates') dates were applied since its last
-        compaction (hashcdc/maintenance.py). Nothing when the var is 0. -#}
+        compaction (hashcdc/state/maintenance.py). Nothing when the var is 0. -#}
     {%- if execute and hashcdc._is_writing_command() -%}
         {%- set done = adapter.hashcdc_compact_if_due(
             state,

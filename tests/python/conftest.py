@@ -67,7 +67,7 @@ class Project:
 
     # -- configs and extracts -------------------------------------------------
     def add_table(self, config: dict[str, Any]) -> None:
-        from hashcdc import generate
+        from hashcdc.codegen import generate
         from hashcdc.config import load_table_configs
 
         (self.root / "tables" / f"{config['name']}.yml").write_text(
@@ -88,7 +88,7 @@ class Project:
 
     # -- running --------------------------------------------------------------
     def dbt(self, command: str, *args: str) -> DbtOutcome:
-        from hashcdc.project import dbt_args, invoke_dbt
+        from hashcdc.runtime.project import dbt_args, invoke_dbt
 
         os.chdir(self.root)
         result = invoke_dbt(dbt_args(command, self.root, args))
@@ -104,14 +104,14 @@ class Project:
         return DbtOutcome(bool(result.success), messages, statuses)
 
     def build(self, business_date: str, *tables: str) -> DbtOutcome:
-        from hashcdc.project import for_business_date, table_selector
+        from hashcdc.runtime.project import for_business_date, table_selector
 
         with for_business_date(business_date):
             return self.dbt("build", *table_selector(tables))
 
     @property
     def spark(self) -> Any:
-        from hashcdc.project import spark_session
+        from hashcdc.runtime.project import spark_session
 
         return spark_session(self.root)
 
@@ -139,7 +139,7 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 @pytest.fixture(scope="session")
 def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The warehouse and metastore every test shares (one SparkSession for the run)."""
-    from hashcdc.project import scratch_project
+    from hashcdc.runtime.scratch import scratch_project
 
     root = tmp_path_factory.mktemp("hashcdc_session")
     os.environ.update(scratch_project(REPO, root))
@@ -159,7 +159,7 @@ def project(session_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     (``show table extended``, about 5 ms a relation, at every dbt command) from growing
     with every test that ran before it.
     """
-    from hashcdc.project import scratch_project
+    from hashcdc.runtime.scratch import scratch_project
 
     root = tmp_path / "project"
     root.mkdir()
@@ -172,7 +172,7 @@ def project(session_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 @pytest.fixture(scope="session")
 def spark(session_root: Path) -> Any:
-    from hashcdc.project import spark_session
+    from hashcdc.runtime.project import spark_session
 
     return spark_session(session_root)
 

@@ -4,7 +4,7 @@ Run as its own process (``python lake_readers.py REQUEST.json``) with DuckDB's r
 version first on the path (``.venv/readers``, tests/readers.txt); prints one JSON object:
 for each reader, ``current`` and ``history`` now, and for each requested date the state's
 ``current`` and the history as they were after it. The only hashcdc code used is the
-documented date -> version rule (:func:`hashcdc.versions.applied_from_history`, fed with
+documented date -> version rule (:func:`hashcdc.state.versions.applied_from_history`, fed with
 delta-rs's reading of the log); the rest follows docs/architecture.md, "Reading the lake
 without Spark": `current` is rebuilt from the state with its own property
 ``hashcdc.untouched_operation``, a history as of D is its rows of dates up to D.
@@ -26,7 +26,7 @@ import duckdb_extension_delta
 import polars as pl
 from deltalake import DeltaTable, QueryBuilder
 
-from hashcdc.versions import UNTOUCHED_PROPERTY, applied_from_history, version_as_of
+from hashcdc.state.versions import UNTOUCHED_PROPERTY, applied_from_history, version_as_of
 
 LIVE = ("I", "U", "N", "X")
 

@@ -425,7 +425,7 @@ def generate_tables(
     records: int,
 ) -> None:
     """Synthetic extracts of ``tables`` (name: extract type) under ``landing``, and models."""
-    from hashcdc import datagen, generate
+    from hashcdc.codegen import datagen, generate
     from hashcdc.config import load_table_configs
 
     for table, extract_type in tables.items():

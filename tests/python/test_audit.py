@@ -8,8 +8,8 @@ from typing import Any
 
 from rich.console import Console
 
-from hashcdc import audit
 from hashcdc.config import parse_table_config
+from hashcdc.state import audit
 
 COLUMNS = [{"name": "id", "type": "int", "key": True}]
 
@@ -131,7 +131,7 @@ def test_a_feed_lag_gives_the_latest_event_time_when_the_events_carry_it() -> No
 
 
 def test_the_report_has_a_panel_per_table_however_many_tables_there_are() -> None:
-    from hashcdc.report import CHART_IDS, render_report
+    from hashcdc.state.report import CHART_IDS, render_report
 
     rows = [
         run(

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from hashcdc import class_archive
-from hashcdc.jars import RUNTIME_JARS
+from hashcdc.runtime import class_archive
+from hashcdc.runtime.jars import RUNTIME_JARS
 
 OPTIONS = class_archive.DRIVER_OPTIONS
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from hashcdc import datagen
 from hashcdc.cli import main
+from hashcdc.codegen import datagen
 from hashcdc.errors import HashcdcError
 
 

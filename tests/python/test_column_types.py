@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from hashcdc import column_types, hashing, registries
+from hashcdc import column_types, registries
 from hashcdc.column_types import REGISTRY, TYPES, ColumnType, Family, TypeRegistry
 from hashcdc.config import parse_table_config
+from hashcdc.pipeline import hashing
 
 
 def test_the_schema_file_is_generated_from_the_registries() -> None:

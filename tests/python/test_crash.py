@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from oracle import apply_extract
 
-from hashcdc.versions import applied_from_history
+from hashcdc.state.versions import applied_from_history
 
 REPO = Path(__file__).resolve().parents[2]
 TABLE = "crashy"
@@ -57,9 +57,9 @@ def write_csv(path: Path, rows: list[dict[str, Any]]) -> None:
 def crash_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     import yaml
 
-    from hashcdc import generate
+    from hashcdc.codegen import generate
     from hashcdc.config import load_table_configs
-    from hashcdc.project import scratch_project
+    from hashcdc.runtime.scratch import scratch_project
 
     root = tmp_path_factory.mktemp("crash_project")
     env = {**os.environ, **scratch_project(REPO, root)}

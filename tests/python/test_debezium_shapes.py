@@ -539,7 +539,7 @@ def test_a_sequence_field_of_the_wrong_type_is_named_with_the_fix(project: Any) 
 def test_binary_decimals_decode_exactly(spark: Any) -> None:
     from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-    from hashcdc.casting import debezium_decimal_text
+    from hashcdc.pipeline.casting import debezium_decimal_text
 
     biggest = 10**38 - 1
     cases = [
@@ -568,8 +568,8 @@ def test_binary_decimals_decode_exactly(spark: Any) -> None:
 
 
 def test_the_placeholder_text_scan_is_used_only_where_json_shows_it_verbatim() -> None:
-    from hashcdc.casting import unavailable_forms
-    from hashcdc.feed import shows_verbatim_in_json
+    from hashcdc.pipeline.casting import unavailable_forms
+    from hashcdc.pipeline.feed import shows_verbatim_in_json
 
     # The default placeholder and its base64 and hex forms: a line that holds one shows it.
     assert shows_verbatim_in_json(unavailable_forms(PLACEHOLDER)[:-1])
@@ -582,7 +582,7 @@ def test_the_placeholder_text_scan_is_used_only_where_json_shows_it_verbatim() -
 def test_message_arrays_hold_the_present_messages_in_order(spark: Any) -> None:
     from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-    from hashcdc.casting import present_messages
+    from hashcdc.pipeline.casting import present_messages
 
     frame = spark.createDataFrame(
         [(1, None, None), (2, "a", None), (3, None, "b"), (4, "a", "b")],

@@ -8,10 +8,10 @@ import pytest
 import yaml
 from test_generate import make_project
 
-from hashcdc import generate
+from hashcdc.codegen import generate
 from hashcdc.column_types import type_change_problem
 from hashcdc.config import load_table_configs, parse_table_config
-from hashcdc.header import header_differences, inferred_type, new_columns_yaml
+from hashcdc.pipeline.header import header_differences, inferred_type, new_columns_yaml
 
 TABLE = """
 name: t

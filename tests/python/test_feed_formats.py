@@ -220,7 +220,7 @@ def test_event_formats_ordering_and_bad_events(project: Any, capfd: Any) -> None
 def test_parquet_feed_stage_reads_operation_and_sequence_columns(spark: Any, tmp_path: Any) -> None:
     """The stage alone on a parquet feed: typed images, hashes, operations, sequences."""
     from hashcdc.config import parse_table_config
-    from hashcdc.stage import typecast_and_hash
+    from hashcdc.pipeline.stage import typecast_and_hash
 
     folder = tmp_path / "orders_pq" / DATES[0]
     spark.createDataFrame(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hashcdc import generate
 from hashcdc.cli import main
+from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,7 +119,7 @@ def test_a_run_with_no_table_configured_fails_before_spark(
 
 
 def test_dbt_writes_no_colour_codes_into_files_or_pipes(tmp_path: Path) -> None:
-    from hashcdc.project import dbt_args
+    from hashcdc.runtime.project import dbt_args
 
     args = dbt_args("build", tmp_path)  # pytest captures stdout: not a terminal
     assert "--no-use-colors-file" in args and "--no-use-colors" in args

@@ -1,7 +1,7 @@
 """Hashing rules of DESIGN.md, checked on the JVM functions the stage uses.
 
 The golden vectors pin hash algorithm version 2: if a Spark upgrade or a change in
-``hashcdc.hashing`` alters any of them, every stored row would turn into an update, so
+``hashcdc.pipeline.hashing`` alters any of them, every stored row would turn into an update, so
 this test must fail first. Each vector lists its units (the canonical name/value
 sequence), which the test also hashes with an independent XXH64 implementation (the
 ``xxhash`` package), so the vectors document the encoding itself.
@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 )
 
 from hashcdc.config import ColumnConfig
-from hashcdc.hashing import HASH_ALGORITHM_VERSION, HASH_LANES, with_hashes
+from hashcdc.pipeline.hashing import HASH_ALGORITHM_VERSION, HASH_LANES, with_hashes
 
 SPARK_TYPES = {
     "string": StringType(),

@@ -15,10 +15,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 from hashcdc import inputs
-from hashcdc.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
 from hashcdc.config import TableConfig, parse_table_config
-from hashcdc.extract import LINE_COLUMN, read_event_lines
+from hashcdc.config import schema as config_schema
 from hashcdc.inputs.base import Reader
+from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
+from hashcdc.pipeline.extract import LINE_COLUMN, read_event_lines
 
 
 class JsonRowsReader(Reader):
@@ -59,8 +60,10 @@ CONFIG = {
 
 @pytest.fixture
 def json_rows(monkeypatch: pytest.MonkeyPatch) -> Reader:
+    """The reader registered as ``inputs.register`` does, and unregistered after the test."""
     reader = JsonRowsReader()
     monkeypatch.setitem(inputs._READERS, reader.name, reader)
+    monkeypatch.setitem(config_schema._FORMATS, reader.name, reader.carries_events)
     return reader
 
 

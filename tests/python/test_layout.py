@@ -9,9 +9,9 @@ from typing import Any
 import yaml
 from servers import snapshot_sql
 
-from hashcdc import datagen, generate
+from hashcdc.codegen import datagen, generate
 from hashcdc.config import load_table_configs
-from hashcdc.session_stage import view_name
+from hashcdc.pipeline.session_stage import view_name
 
 DATES = ["2023-09-01", "2023-09-02"]
 TABLE = "lay_rebucket"
@@ -70,7 +70,7 @@ def test_a_new_bucket_count_changes_the_stage_and_a_date_rewrites_no_unchanged_r
 def test_an_invocation_that_keeps_a_stage_releases_those_of_earlier_invocations(
     spark: Any,
 ) -> None:
-    from hashcdc.session_stage import keep_stage
+    from hashcdc.pipeline.session_stage import keep_stage
 
     def stage(rows: int) -> Any:
         return spark.range(rows).selectExpr("unhex(md5(cast(id as string))) as keyhash")

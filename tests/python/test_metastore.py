@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from hashcdc.metastore import (
+from hashcdc.runtime.metastore import (
     _ensure_derby_log_folder,
     _recorded_holder,
     embedded_metastore_dir,
     metastore_holder,
 )
-from hashcdc.project import scratch_project
+from hashcdc.runtime.scratch import scratch_project
 
 REPO = Path(__file__).resolve().parents[2]
 # A query that keeps the first command busy for a while (seconds, on 2 cores).
@@ -34,7 +34,7 @@ time.sleep(60)
 # A holder that rewrites its record without pause (as it does when its JVM starts).
 REWRITE_RECORD = """
 import fcntl, sys
-from hashcdc.metastore import _HeldLock, _own_record, open_lock_file
+from hashcdc.runtime.metastore import _HeldLock, _own_record, open_lock_file
 from pathlib import Path
 handle = open_lock_file(Path(sys.argv[1]))
 fcntl.flock(handle, fcntl.LOCK_EX)

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from oracle import Version, apply_extract
 
-from hashcdc.project import for_business_date, table_selector
-from hashcdc.session_stage import release_stage, view_name
-from hashcdc.versions import commit_metadata_statement
+from hashcdc.pipeline.session_stage import release_stage, view_name
+from hashcdc.runtime.project import for_business_date, table_selector
+from hashcdc.state.versions import commit_metadata_statement
 
 COLUMNS = ["region", "id", "name", "amount", "score", "active", "born", "updated_at"]
 KEYS = ["region", "id"]

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from oracle import apply_extract
 
-from hashcdc.maintenance import compact, dates_since_compaction
-from hashcdc.project import for_business_date, table_selector
-from hashcdc.versions import applied_versions, as_of_views
+from hashcdc.runtime.project import for_business_date, table_selector
+from hashcdc.state.maintenance import compact, dates_since_compaction
+from hashcdc.state.versions import applied_versions, as_of_views
 
 COLUMNS = ["k", "tag", "name", "amount", "score"]
 KEYS = ["k", "tag"]

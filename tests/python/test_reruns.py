@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc.cli import main
-from hashcdc.lock import LOCK_FOLDER, _process_start
+from hashcdc.runtime.lock import LOCK_FOLDER, _process_start
 
 COLUMNS = [{"name": "id", "type": "int", "key": True}, {"name": "v", "type": "string"}]
 HEADER = "id,v\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 import yaml
 
 from hashcdc.cli import main
+from hashcdc.codegen.sample import column_name
 from hashcdc.config import parse_table_config
-from hashcdc.sample import column_name
 
 
 def test_init_writes_a_config_from_a_sample_and_leaves_the_keys_to_the_user(

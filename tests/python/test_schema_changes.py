@@ -14,7 +14,7 @@ import pytest
 
 from hashcdc.column_types import from_database_type
 from hashcdc.config import parse_table_config
-from hashcdc.schema_changes import (
+from hashcdc.pipeline.evolution.schema_changes import (
     column_changes,
     read_schema_changes,
     schema_change_event,

@@ -17,7 +17,7 @@ from typing import Any
 from feed_events import Event, create, delete, feed_config, json_lines, update
 
 from hashcdc.cli import main
-from hashcdc.versions import applied_versions
+from hashcdc.state.versions import applied_versions
 
 DATES = ["2024-03-01", "2024-03-02", "2024-03-03", "2024-03-04"]
 ADDED, REMOVED = DATES[2], DATES[3]

@@ -21,7 +21,7 @@ from typing import Any
 from oracle import apply_extract
 
 from hashcdc.cli import main
-from hashcdc.versions import applied_versions, is_delta
+from hashcdc.state.versions import applied_versions, is_delta
 
 NAME = "upgraded"
 DATES = ("2024-03-01", "2024-03-02", "2024-03-03")
@@ -190,8 +190,8 @@ def test_the_lake_reads_the_same_in_duckdb_polars_and_delta_rs(project: Any, cap
     upgraded; after more dates, a rerun (a RESTORE in the state's log) and a compaction,
     DuckDB, polars and delta-rs — in a process without Spark — read current, history and
     the state and history as of every date as `hashcdc query` does."""
-    from hashcdc.evolve import rewrite_parquet
-    from hashcdc.upgrade import _is_int96
+    from hashcdc.pipeline.evolution.tables import rewrite_parquet
+    from hashcdc.state.upgrade import _is_int96
 
     name = "lake"
     project.add_table(

@@ -7,8 +7,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hashcdc.maintenance import COMPACTED_THROUGH_PROPERTY, dates_since_compaction
-from hashcdc.versions import KEPT_SINCE_PROPERTY, DateVersion, applied_from_history, commit_metadata
+from hashcdc.state.maintenance import COMPACTED_THROUGH_PROPERTY, dates_since_compaction
+from hashcdc.state.versions import (
+    KEPT_SINCE_PROPERTY,
+    DateVersion,
+    applied_from_history,
+    commit_metadata,
+)
 
 
 def date_commit(version: int, business_date: str, reset: bool = False) -> dict[str, Any]:

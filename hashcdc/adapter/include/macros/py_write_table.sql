@@ -11,7 +11,7 @@
         first (Spark refuses a managed table over a non-empty location);
       - the table is dropped and created, not replaced: the session catalog is Delta's,
         which replaces only Delta tables (a parquet table gets `UNSUPPORTED_FEATURE`);
-      - `dbt.ref` of the table's stage reads the session's stage (hashcdc.session_stage).
+      - `dbt.ref` of the table's stage reads the session's stage (hashcdc.pipeline.session_stage).
     (The stage itself is not written: materialization `session_stage`, which also runs
     its model's `validate` hook.)
 -#}
@@ -64,7 +64,7 @@ writer.saveAsTable("{{ target_relation }}")
 
 
 {% macro hashcdc_py_dbt_object(target_relation) %}
-from hashcdc.session_stage import relation_reader
+from hashcdc.pipeline.session_stage import relation_reader
 
 dbt = dbtObj(relation_reader(spark, meta_dict.get("hashcdc_table"), "{{ target_relation.schema }}"))
 df = model(dbt, spark)

@@ -2,7 +2,7 @@
     Materialization `session_stage` (Python models): the model's DataFrame is kept in the
     Spark session — partitioned by `keyhash` into the model's `buckets`, cached, registered
     as a temporary view named after the relation and the business date
-    (hashcdc.session_stage) — instead of being written as a table. The stages kept by an
+    (hashcdc.pipeline.session_stage) — instead of being written as a table. The stages kept by an
     earlier invocation in the same process are released. Models and tests after it read it through
     `hashcdc.stage_relation(ref(...))`; a command that runs them without it computes it
     again. `validate(dbt, spark, kept)`, when the model file defines it, runs on the kept
@@ -34,7 +34,7 @@
 {{ hashcdc_py_dbt_object(target_relation) }}
 
 from hashcdc.dates import session_business_date
-from hashcdc.session_stage import keep_stage, release_stage
+from hashcdc.pipeline.session_stage import keep_stage, release_stage
 
 kept = keep_stage(
     spark,

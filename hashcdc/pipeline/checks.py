@@ -1,0 +1,138 @@
+"""Checks of a stage that decide whether a business date's run goes on.
+
+Called by the hashcdc adapter once ``stg_<table>`` is kept in the Spark session (the
+generated model's ``validate`` hook; its first action computes and caches the stage),
+before the state and history models run: rejected rows above the table's limits, keys
+that occur twice, and (change feeds) conflicting events stop the run with a message
+naming table, file, row, line and column, so the previous state is never touched; within
+the limits, the counts are reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+from hashcdc.config import TableConfig
+from hashcdc.dates import session_business_date
+from hashcdc.errors import InputDataError
+from hashcdc.pipeline.columns import ROW_ERRORS, SOURCE_FILE
+from hashcdc.pipeline.feed import PriorSnapshot, fail_on_conflicting_events, report_skipped_events
+from hashcdc.pipeline.rejects import with_row_numbers
+from hashcdc.pipeline.stage import state_table
+
+MAX_REPORTED_ROWS = 10
+
+
+def _fail_on_duplicate_keys(table: TableConfig, date: str, written: DataFrame) -> None:
+    """Refuse an extract in which a key occurs more than once, listing examples.
+
+    Resolving duplicates silently would pick an arbitrary version of the row. The stage is
+    partitioned by ``keyhash`` in the session, so this aggregation needs no shuffle.
+    """
+    repeated = written.groupBy("keyhash").count().where(F.col("count") > 1)
+    repeated_count = repeated.count()
+    if repeated_count == 0:
+        return
+    key_names = [c.name for c in table.key_columns]
+    examples = (
+        written.join(repeated.limit(MAX_REPORTED_ROWS), "keyhash")
+        .groupBy(*key_names, "count")
+        .agg(F.array_sort(F.collect_set(SOURCE_FILE)).alias("files"))
+        .orderBy(*key_names)
+        .collect()
+    )
+    lines = []
+    for row in examples:
+        key_text = ", ".join(f"{name}={row[name]!r}" for name in key_names)
+        lines.append(f"  - {key_text}: {row['count']} rows (in {', '.join(row['files'])})")
+    raise InputDataError(
+        f"table '{table.name}', business date {date}: {repeated_count} key(s) occur more "
+        "than once in the extract; nothing was written to the state or history.\n"
+        + "\n".join(lines)
+        + "\nDeliver an extract with one row per key and re-run the date."
+    )
+
+
+def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
+    """Fail the stage with a clear message when any row of the stage has errors.
+
+    Parameters
+    ----------
+    dbt : Any
+        dbt's Python model object (gives the table config and business date).
+    spark : SparkSession
+        The active session.
+    written : DataFrame
+        The stage as kept in the session (:func:`hashcdc.pipeline.session_stage.keep_stage`).
+
+    Raises
+    ------
+    InputDataError
+        Naming the table, the file, the row and column of each reported problem.
+
+    """
+    table = TableConfig.from_dict(dbt.config.meta_get("hashcdc_table"))
+    date = session_business_date(spark)
+    counts = written.agg(
+        F.count(F.lit(1)).alias("rows"), F.count(ROW_ERRORS).alias("rejected")
+    ).first()
+    total, rejected = int(counts["rows"]), int(counts["rejected"])
+    if rejected:
+        _check_reject_limits(spark, table, date, written, rejected, total)
+    loaded = written.where(F.col(ROW_ERRORS).isNull())
+    if table.is_feed:
+        fail_on_conflicting_events(table, date, loaded)
+        prior = PriorSnapshot.read(spark, state_table(dbt.this.schema, table), date)
+        report_skipped_events(table, date, loaded, prior)
+    elif not table.duplicates_keep_last_by:
+        _fail_on_duplicate_keys(table, date, loaded)
+
+
+def reject_limit_exceeded(table: TableConfig, rejected: int, total: int) -> str | None:
+    """Which configured limit ``rejected`` of ``total`` rows exceeds, in words; or None."""
+    if table.max_rejects is not None and rejected > table.max_rejects:
+        return f"more than max_rejects ({table.max_rejects})"
+    if rejected > total * table.max_reject_fraction:
+        return f"more than max_reject_fraction ({table.max_reject_fraction:.1%} of the rows)"
+    return None
+
+
+def _check_reject_limits(
+    spark: SparkSession,
+    table: TableConfig,
+    date: str,
+    written: DataFrame,
+    rejected: int,
+    total: int,
+) -> None:
+    """Stop the run when the rejects exceed the table's limits; otherwise say how many."""
+    exceeded = reject_limit_exceeded(table, rejected, total)
+    if exceeded is None:
+        print(
+            f"hashcdc: table '{table.name}', business date {date}: {rejected} of {total} "
+            f"row(s) rejected, kept in {table.relations.rejects}; the rest is processed."
+        )
+        return
+    examples = (
+        with_row_numbers(spark, table, date, written.where(F.col(ROW_ERRORS).isNotNull()))
+        .orderBy(SOURCE_FILE, "_row_number")
+        .limit(MAX_REPORTED_ROWS)
+        .collect()
+    )
+    lines = []
+    for row in examples:
+        where = f"{row[SOURCE_FILE]} row {row['_row_number']}"
+        if row["_line_number"] is not None:
+            where += f" (line {row['_line_number']})"
+        lines.append(f"  - {where}: {'; '.join(row[ROW_ERRORS])}")
+    raise InputDataError(
+        f"table '{table.name}', business date {date}: {rejected} row(s) of the extract "
+        f"cannot be loaded ({rejected / max(total, 1):.1%} of {total}), {exceeded} in "
+        f"{table.config_file}; nothing was written to the state or history.\n"
+        + "\n".join(lines)
+        + f"\nFix the extract (or the column types in {table.config_file}) and re-run the "
+        "date; raise the limit only if these rows may be quarantined."
+    )

@@ -1,0 +1,185 @@
+"""The stage of a business date, kept in the Spark session instead of written as a table.
+
+The generated model ``stg_<table>`` (materialization ``session_stage`` of the hashcdc
+adapter) computes the typed, hashed extract once, partitions it by ``keyhash``, caches it
+(memory, spilling to local disk) and registers it as a temporary view. The models and tests
+after it in the same dbt invocation — the state's diff and MERGE, the rejects, the
+reconcile test, the run's audit row — read that view: the extract is read, cast and
+hashed once, and nothing but the changes is written to the warehouse.
+
+A command that runs a consumer without its stage (``dbt test`` alone, ``dbt run --select
+<table>_state``, a later ``dbt`` invocation in the same process for another date) finds no
+view for the date and computes the stage again from the extract, without its side effects
+(upgrades, recorded column additions): :func:`session_stage` is the one way to the stage.
+
+One view per stage relation and business date. A later ``dbt test`` in the same process
+reads it; the next invocation that runs a stage model releases every stage kept before it
+(the next date's run, another table's), so a long process (``hashcdc run`` of several
+dates, the bench, the test suite) holds only the stages of one invocation. A stage its
+checks refused is released at once.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+
+from hashcdc.dates import parse_business_date, session_business_date
+from hashcdc.pipeline.stage import typecast_and_hash
+from hashcdc.relations import Relations
+
+# Spark's default for a DataFrame's cache: columnar batches in memory, spilled to the local
+# disk when the storage memory is short (never recomputed, never lost).
+STAGE_STORAGE = StorageLevel.MEMORY_AND_DISK_DESER
+VIEW_PREFIX = "hashcdc_stage"
+
+
+@dataclass(frozen=True)
+class _KeptStage:
+    view: str
+    frame: DataFrame
+    invocation: str | None
+
+
+_kept: dict[str, _KeptStage] = {}
+_kept_lock = threading.Lock()
+
+
+def view_name(relation: str, business_date: str) -> str:
+    """The temporary view holding a stage relation's rows for one business date."""
+    relation_part = re.sub(r"[^0-9a-zA-Z]+", "__", relation.replace("`", "")).strip("_")
+    return f"{VIEW_PREFIX}__{relation_part}__{business_date.replace('-', '')}".lower()
+
+
+def _relation_key(relation: str) -> str:
+    return relation.replace("`", "").lower()
+
+
+def keep_stage(
+    spark: SparkSession,
+    frame: DataFrame,
+    relation: str,
+    business_date: str,
+    partitions: int | None = None,
+    invocation: str | None = None,
+) -> DataFrame:
+    """Keep a stage in the session for a date: partitioned by ``keyhash``, cached, a view.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The active session.
+    frame : DataFrame
+        The stage as :func:`hashcdc.pipeline.stage.typecast_and_hash` builds it (not yet computed).
+    relation : str
+        The stage model's relation (``schema.stg_<table>``): the name consumers ref.
+    business_date : str
+        ``YYYY-MM-DD``.
+    partitions : int, optional
+        Partitions by ``keyhash`` (the table's ``buckets``); default: the session's
+        ``spark.sql.shuffle.partitions``, so joins on ``keyhash`` move only the other side.
+    invocation : str, optional
+        dbt's ``invocation_id`` of the stage model's run: the stages kept by any other
+        invocation are released (None: a stage computed again for a consumer).
+
+    Returns
+    -------
+    DataFrame
+        The view's DataFrame. It is computed and cached by its first action (the stage's
+        checks).
+
+    """
+    date = parse_business_date(business_date)
+    count = int(partitions or spark.conf.get("spark.sql.shuffle.partitions"))
+    kept = frame.repartition(count, "keyhash").persist(STAGE_STORAGE)
+    view = view_name(relation, date)
+    with _kept_lock:
+        for key, other in list(_kept.items()):
+            if key == _relation_key(relation) or (invocation and other.invocation != invocation):
+                _release(spark, key)
+        kept.createOrReplaceTempView(view)
+        _kept[_relation_key(relation)] = _KeptStage(view, kept, invocation)
+    return spark.table(view)
+
+
+def _release(spark: SparkSession, key: str) -> None:
+    previous = _kept.pop(key, None)
+    # A stage of a session since stopped went with it (its cache and view).
+    if previous is None or previous.frame.sparkSession is not spark:
+        return
+    previous.frame.unpersist()
+    spark.catalog.dropTempView(previous.view)
+
+
+def release_stage(spark: SparkSession, relation: str) -> None:
+    """Drop a kept stage (its cache and view): one its checks refused is not read again."""
+    with _kept_lock:
+        _release(spark, _relation_key(relation))
+
+
+def session_stage(
+    spark: SparkSession,
+    relation: str,
+    table_data: dict[str, Any],
+    business_date: str,
+    partitions: int | None = None,
+) -> str:
+    """The view of a stage for a date; computed from the extract when the session lacks it.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The active session.
+    relation : str
+        The stage model's relation (``schema.stg_<table>``).
+    table_data : dict
+        The table config as embedded by ``hashcdc generate`` in the stage model's meta.
+    business_date : str
+        ``YYYY-MM-DD``.
+    partitions : int, optional
+        As for :func:`keep_stage`.
+
+    Returns
+    -------
+    str
+        The name of the temporary view.
+
+    """
+    date = parse_business_date(business_date)
+    view = view_name(relation, date)
+    with _kept_lock:
+        kept = _kept.get(_relation_key(relation))
+    if (
+        kept is not None
+        and kept.view == view
+        and kept.frame.sparkSession is spark
+        and spark.catalog.tableExists(view)
+    ):
+        return view
+    schema = relation.replace("`", "").rsplit(".", 1)[0] if "." in relation else None
+    frame = typecast_and_hash(spark, table_data, date, schema=schema, prepare=False)
+    keep_stage(spark, frame, relation, date, partitions)
+    return view
+
+
+def relation_reader(spark: SparkSession, table_data: dict[str, Any] | None, schema: str) -> Any:
+    """The function a Python model's ``dbt.ref`` reads relations with.
+
+    The model's own table's stage (``schema.stg_<table>``) is read from the session
+    (:func:`session_stage`); any other relation is read from the catalog.
+    """
+    stage = Relations(table_data["name"], schema).stage.lower() if table_data else None
+
+    def read(relation: str) -> DataFrame:
+        if stage is not None and _relation_key(relation) == stage:
+            return spark.table(
+                session_stage(spark, relation, table_data or {}, session_business_date(spark))
+            )
+        return spark.table(relation)
+
+    return read

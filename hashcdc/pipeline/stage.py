@@ -1,0 +1,214 @@
+"""The typecast-and-hash stage: one pass over a table's extract for one business date.
+
+Called by the generated dbt Python model ``stg_<table>``. A business date flows one way:
+the extract is found (:mod:`hashcdc.pipeline.extract`), checked and read as text by its format's
+reader (:mod:`hashcdc.inputs`), each configured column is cast to its type with ``try_cast``
+(:mod:`hashcdc.pipeline.casting`: a bad value never raises mid-job), each row records why it
+cannot be loaded (``_row_errors``; with ``duplicates_keep_last_by`` also superseded
+duplicates), and ``keyhash`` and ``nonkeyhash`` are computed (:mod:`hashcdc.pipeline.hashing`).
+Change feeds take the event path (:mod:`hashcdc.pipeline.feed`). All per-row work is native Spark.
+
+The stage is not written: it is kept in the Spark session for the models after it
+(:mod:`hashcdc.pipeline.session_stage`). Once it is computed,
+:mod:`hashcdc.pipeline.checks` decides whether the run goes on, and
+:mod:`hashcdc.pipeline.rejects` keeps the rejected rows in ``<table>_rejects``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+from hashcdc.config import TableConfig
+from hashcdc.dates import parse_business_date
+from hashcdc.inputs import table_reader
+from hashcdc.pipeline.casting import (
+    column_failed,
+    column_message,
+    stage_typed,
+    typed_value,
+    values_map,
+)
+from hashcdc.pipeline.columns import (
+    BLOCK_START,
+    CORRUPT_RECORD,
+    EVENT_COLUMNS,
+    RAW_LINE,
+    RAW_VALUES,
+    REJECT_DETAIL_COLUMNS,
+    ROW_ERRORS,
+    ROW_ID,
+    SOURCE_FILE,
+)
+from hashcdc.pipeline.evolution.tables import evolve_tables, infer_additions, record_additions
+from hashcdc.pipeline.extract import extract_files
+from hashcdc.pipeline.feed import PriorSnapshot, typed_events
+from hashcdc.pipeline.hashing import row_hashes, with_hashes
+from hashcdc.state.upgrade import upgrade_states
+
+
+def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
+    staged, typed = stage_typed(raw, {c.name: typed_value(F.col(c.name), c) for c in table.columns})
+    is_malformed = F.col(CORRUPT_RECORD).isNotNull()
+    has_errors = is_malformed
+    for column in table.columns:
+        has_errors = has_errors | column_failed(F.col(column.name), typed[column.name], column)
+    # Messages are built only for failing rows: a cheap flag guards the costly array.
+    messages = F.array_compact(
+        F.array(
+            F.when(is_malformed, F.lit(table_reader(table).malformed_row)),
+            *[column_message(F.col(c.name), typed[c.name], c) for c in table.columns],
+        )
+    )
+    return staged.select(
+        *[typed[c.name].alias(c.name) for c in table.columns],
+        F.when(has_errors, messages).alias(ROW_ERRORS),
+        F.when(has_errors, values_map(table)).alias(RAW_VALUES),
+        F.col(CORRUPT_RECORD).alias(RAW_LINE),
+        F.col(SOURCE_FILE),
+        F.col(BLOCK_START),
+        F.col(ROW_ID),
+    )
+
+
+def _mark_superseded_duplicates(frame: DataFrame, table: TableConfig) -> DataFrame:
+    """Reject all but the last row of each key, by ``duplicates_keep_last_by``.
+
+    Rows that share the latest value cannot be told apart: all of them are rejected, so
+    the key keeps its previous state rather than an arbitrary one of them.
+    """
+    order_by = F.col(str(table.duplicates_keep_last_by))
+    accepted = F.col(ROW_ERRORS).isNull()
+    per_key = Window.partitionBy("keyhash", accepted)
+    latest = frame.withColumn("__latest", F.max(order_by).over(per_key))
+    is_latest = order_by.eqNullSafe(F.col("__latest"))
+    counted = latest.withColumn("__rows", F.count(F.lit(1)).over(per_key)).withColumn(
+        "__latest_rows", F.sum(F.when(is_latest, 1).otherwise(0)).over(per_key)
+    )
+    name = table.duplicates_keep_last_by
+    reason = F.when(~is_latest, F.lit(f"duplicate key: a row with a later '{name}' wins")).when(
+        F.col("__latest_rows") > 1,
+        F.lit(f"duplicate key: several rows share the latest '{name}'; none is taken"),
+    )
+    superseded = accepted & (F.col("__rows") > 1) & reason.isNotNull()
+    return counted.select(
+        *[c for c in frame.columns if c not in (ROW_ERRORS, RAW_VALUES)],
+        F.when(superseded, F.array(reason)).otherwise(F.col(ROW_ERRORS)).alias(ROW_ERRORS),
+        F.when(superseded, values_map(table)).otherwise(F.col(RAW_VALUES)).alias(RAW_VALUES),
+    )
+
+
+def state_table(schema: str | None, table: TableConfig) -> str | None:
+    """The qualified name of a table's state model (None when the schema is unknown)."""
+    return table.relations.in_schema(schema).state if schema else None
+
+
+def typecast_and_hash(
+    spark: SparkSession,
+    table_data: dict[str, Any],
+    business_date: Any,
+    schema: str | None = None,
+    prepare: bool = True,
+) -> DataFrame:
+    """Build the stage DataFrame of one table for one business date.
+
+    Parameters
+    ----------
+    spark : SparkSession
+        The active session.
+    table_data : dict
+        The table config as embedded by ``hashcdc generate`` (``TableConfig.to_dict``).
+    business_date : str
+        ``YYYY-MM-DD``.
+    schema : str, optional
+        The schema of the table's models: a change feed reads its previous state there.
+    prepare : bool
+        Upgrade the table's states, record inferred column additions and evolve the tables
+        first (the stage model); False when the stage is computed again for a consumer
+        (:func:`hashcdc.pipeline.session_stage.session_stage`), after its date's run prepared them.
+
+    Returns
+    -------
+    DataFrame
+        Configured columns (typed), ``keyhash``, ``nonkeyhash``, ``business_date``,
+        ``_source_file`` and ``_row_errors`` (null when the row is fine).
+
+    Raises
+    ------
+    InputDataError
+        When no extract exists for the date.
+
+    """
+    table = TableConfig.from_dict(table_data)
+    date = parse_business_date(business_date)
+    inferred: list[str] = []
+    if schema:
+        if prepare:
+            upgrade_states(spark, schema, table)
+        table, inferred = infer_additions(spark, schema, table, date)
+    files = checked_extract(spark, table, date)
+    if schema and prepare:
+        # Recorded before the column is added: a run killed in between knows it next time.
+        record_additions(spark, schema, table, inferred, date)
+        evolve_tables(spark, schema, table)
+    # The columns the date's extract carries, with the types it is read with.
+    read = table.as_read_on(date)
+    if table.is_feed:
+        prior = PriorSnapshot.read(spark, state_table(schema, table), date)
+        return _stage_columns(_event_stage(spark, read, files, prior), table, date)
+    typed = _typed_with_errors(table_reader(read).read_rows(spark, read, files), read)
+    hashed = with_hashes(typed, row_hashes(read))
+    if table.duplicates_keep_last_by:
+        hashed = _mark_superseded_duplicates(hashed, read)
+    return _stage_columns(hashed, table, date)
+
+
+def checked_extract(spark: SparkSession, table: TableConfig, business_date: str) -> list[str]:
+    """The files of a table's extract for a date, once they are known to fit the config.
+
+    They must exist and be text (CSV, JSON), and their header (CSV) or columns (parquet)
+    must match the columns the date's extract carries; JSON events with fields the config
+    lacks are reported.
+    ``hashcdc check`` runs the same checks before a run.
+
+    Raises
+    ------
+    InputDataError
+        When there is no extract, or it has other columns than the config.
+
+    """
+    files = extract_files(spark, table, business_date)
+    table_reader(table).check_extract(spark, table, files, business_date)
+    return files
+
+
+def _event_stage(
+    spark: SparkSession, table: TableConfig, files: list[str], prior: PriorSnapshot
+) -> DataFrame:
+    """The events of a change feed, cast and hashed: one row per event (``pipeline.feed``)."""
+    raw = table_reader(table).raw_events(spark, table, files)
+    return typed_events(raw, table, values_map(table), prior)
+
+
+def _stage_columns(hashed: DataFrame, table: TableConfig, date: str) -> DataFrame:
+    """The stage's columns in order; the reject details are kept for rejected rows only.
+
+    A column the date's extract does not carry is null; one read with its earlier type
+    (before a widening) is cast to the configured one.
+    """
+    rejected = F.col(ROW_ERRORS).isNotNull()
+    present = set(hashed.columns)
+    return hashed.select(
+        *[
+            (F.col(c.name) if c.name in present else F.lit(None)).cast(c.type).alias(c.name)
+            for c in table.columns
+        ],
+        *row_hashes(table),
+        *(EVENT_COLUMNS if table.is_feed else ()),
+        F.lit(date).cast("date").alias("business_date"),
+        F.col(SOURCE_FILE),
+        F.col(ROW_ERRORS),
+        *[F.when(rejected, F.col(name)).alias(name) for name in REJECT_DETAIL_COLUMNS],
+    )

@@ -1,0 +1,130 @@
+"""The JVM packages hashcdc adds to Spark: the table format (Delta Lake), JDBC drivers, a peer.
+
+They are fetched once, at install, from Maven Central by the machine's Maven into a folder
+the project owns (``jars/`` beside ``pyproject.toml``, or ``HASHCDC_JARS_DIR``), never at
+run time. Every session gets the runtime jars through ``spark.jars``, which also ships them
+to a cluster's executors, and the two Delta settings (:data:`TABLE_FORMAT_SETTINGS`); a
+profile that sets any of these keys keeps its own value.
+
+``python -m hashcdc.runtime.jars`` fetches what is missing (``make install`` runs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from hashcdc.errors import HashcdcError
+
+
+@dataclass(frozen=True)
+class MavenJar:
+    """One artifact of Maven Central and the file ``mvn dependency:copy`` makes of it."""
+
+    group: str
+    artifact: str
+    version: str
+
+    @property
+    def coordinate(self) -> str:
+        """``group:artifact:version``, as Maven takes it."""
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+    @property
+    def file_name(self) -> str:
+        """The jar's name in the folder."""
+        return f"{self.artifact}-{self.version}.jar"
+
+
+# Delta Lake 4.0 is built for Spark 4.0 and Scala 2.13, like pyspark 4.0.1. delta-spark's
+# other dependency (antlr4-runtime) is already among Spark's own jars.
+RUNTIME_JARS = (
+    MavenJar("io.delta", "delta-spark_2.13", "4.0.0"),
+    MavenJar("io.delta", "delta-storage", "4.0.0"),
+    # `hashcdc extract` reads PostgreSQL and MariaDB tables through Spark's JDBC source.
+    MavenJar("org.postgresql", "postgresql", "42.7.14"),
+    MavenJar("org.mariadb.jdbc", "mariadb-java-client", "3.5.6"),
+)
+# Only `hashcdc bench --formats` loads it: the measurement behind the choice of format.
+ICEBERG_JAR = MavenJar("org.apache.iceberg", "iceberg-spark-runtime-4.0_2.13", "1.10.0")
+ALL_JARS = (*RUNTIME_JARS, ICEBERG_JAR)
+
+TABLE_FORMAT_SETTINGS = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    # Reading a table's version replays its log in this many tasks (Delta's default, 50,
+    # is for logs of millions of files): a state's log is a checkpoint and a few commits,
+    # and each 50-task replay cost ~2 s per time-travelled read on 2 cores. A profile
+    # may set its own.
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
+
+
+def jars_dir() -> Path:
+    """The project's jar folder: ``HASHCDC_JARS_DIR`` or ``jars/`` of the source checkout."""
+    configured = os.environ.get("HASHCDC_JARS_DIR")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[2] / "jars"
+
+
+def jar_paths(jars: tuple[MavenJar, ...] = RUNTIME_JARS) -> list[Path]:
+    """The files of ``jars``; a missing one is an error that says how to fetch it."""
+    folder = jars_dir()
+    paths = [folder / jar.file_name for jar in jars]
+    missing = [path.name for path in paths if not path.is_file()]
+    if missing:
+        raise HashcdcError(
+            f"{', '.join(missing)} not found in {folder}: run `make install` (or "
+            "`python -m hashcdc.runtime.jars`) once to fetch them from Maven Central"
+        )
+    return paths
+
+
+def with_table_format(settings: dict[str, object] | None) -> dict[str, object]:
+    """A profile's Spark settings with the table format's jars and settings added."""
+    merged: dict[str, object] = dict(TABLE_FORMAT_SETTINGS)
+    merged.update(settings or {})
+    ours = ",".join(str(path) for path in jar_paths())
+    theirs = str(merged.get("spark.jars") or "")
+    merged["spark.jars"] = ",".join(part for part in (ours, theirs) if part)
+    return merged
+
+
+def fetch(jars: tuple[MavenJar, ...] = ALL_JARS) -> list[Path]:
+    """Copy each missing jar from Maven Central into the folder with ``mvn``."""
+    folder = jars_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    mvn = shutil.which("mvn")
+    fetched = []
+    for jar in jars:
+        target = folder / jar.file_name
+        if target.is_file():
+            continue
+        if mvn is None:
+            raise HashcdcError(f"mvn not found: install Maven to fetch {jar.coordinate}")
+        subprocess.run(
+            [
+                mvn,
+                "--batch-mode",
+                "--quiet",
+                "dependency:copy",
+                f"-Dartifact={jar.coordinate}",
+                f"-DoutputDirectory={folder}",
+            ],
+            check=True,
+        )
+        fetched.append(target)
+    return fetched
+
+
+if __name__ == "__main__":
+    try:
+        for path in fetch():
+            print(f"fetched {path}")
+    except (HashcdcError, subprocess.CalledProcessError) as exc:
+        sys.exit(f"hashcdc jars: {exc}")

@@ -1,0 +1,244 @@
+"""Upgrade a warehouse written before the states were Delta tables (``hashcdc upgrade``).
+
+Until issue 26 a state was a parquet table with one snapshot partition per business date.
+Its latest snapshot becomes a Delta state in one commit that carries that date (so the
+next date, a rerun or ``query --as-of`` find it in the log): the live rows (I, U, N, X)
+keep their columns, operation and dates; a change feed's W and A rows are kept; the W row
+records the date's operation counts, as the new states do. The copy is made beside the
+table, then swapped in under its name with the same crash-safe rename sequence as a
+schema rewrite (:func:`hashcdc.pipeline.evolution.tables._finish_rewrite` completes a
+swap a killed run left half-way). Rejects and changelog tables keep their layout: nothing
+to convert.
+
+Until issue 42 a history was a parquet table partitioned by ``business_date``; it becomes
+a Delta table (:func:`upgrade_history`) with the same rows and partitioning, by the same
+copy and swap, so a rerun replaces a date's rows in one commit that readers see whole.
+
+Until issue 42 timestamps were written as parquet's INT96 (Spark's default), which other
+readers get wrong for dates far from today (delta-rs and pyarrow wrap them around, polars
+clamps them): :func:`rewrite_int96` rewrites a table's live files that hold INT96 as INT64
+microseconds, once, and records it (``hashcdc.parquet_timestamps``) so later runs skip
+the check. A Delta state is rewritten in one commit that changes no row (its versions are
+kept); a parquet table by the crash-safe copy-and-swap of a schema rewrite.
+
+Runs by itself before a table's first date on the new layout (the stage calls
+:func:`upgrade_states`), or for every table with ``hashcdc upgrade``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from hashcdc.config import TableConfig
+from hashcdc.dates import partition_dates
+from hashcdc.pipeline.evolution.tables import (
+    RETIRED_SUFFIX,
+    REWRITE_SUFFIX,
+    persisted_tables,
+    rewrite_parquet,
+)
+from hashcdc.pipeline.hashing import HASH_ALGORITHM_VERSION
+from hashcdc.state.versions import (
+    MICROS,
+    TIMESTAMPS_PROPERTY,
+    UNTOUCHED_PROPERTY,
+    commit_metadata_statement,
+    history_properties,
+    is_delta,
+    own_properties,
+    state_properties,
+    table_properties,
+    untouched_operation,
+)
+
+LIVE_OPERATIONS = ("I", "U", "N", "X")
+
+
+def state_tables(schema: str, table: TableConfig) -> list[str]:
+    """The state tables of a table config (main, and sensitive when it has such columns)."""
+    relations = table.relations.in_schema(schema)
+    names = [relations.state]
+    if table.sensitive_columns:
+        names.append(relations.sensitive_state)
+    return names
+
+
+def history_tables(schema: str, table: TableConfig) -> list[str]:
+    """The history tables of a table config (main, and sensitive when it has such columns)."""
+    relations = table.relations.in_schema(schema)
+    names = [relations.history]
+    if table.sensitive_columns:
+        names.append(relations.sensitive_history)
+    return names
+
+
+def _counts_expression() -> str:
+    """The W row's counts, from the operations of the latest snapshot's rows."""
+    counted = ", ".join(f"'{op}', count_if(operation = '{op}')" for op in ("I", "U", "D", "X", "N"))
+    before = "count_if(operation in ('U', 'N', 'D', 'X'))"
+    return f"map({counted}, 'state_rows_before', {before})"
+
+
+def upgrade_state(spark: Any, state: str) -> str | None:
+    """Convert one parquet state to a Delta state; returns the date it holds.
+
+    None when there is nothing to do: the table is missing or already a Delta table.
+    """
+    if not spark.catalog.tableExists(state) or is_delta(spark, state):
+        return None
+    dates = partition_dates(spark, state)
+    if not dates:
+        return None
+    latest = dates[-1]
+    snapshot = f"(select * from {state} where business_date = date'{latest}')"
+    names = [f.name for f in spark.table(state).schema.fields]
+    columns = ", ".join(f"`{name}`" for name in names)
+    watermark_values = ", ".join(
+        "'W'" if name == "operation" else f"date'{latest}'" if name == "business_date" else "null"
+        for name in names
+    )
+    counts = _counts_expression()
+    is_feed = "event_sequence" in names
+    bookkeeping = (
+        f"select {columns}, if(operation = 'W', (select {counts} from {snapshot}), null) "
+        f"from {snapshot} where operation in ('W', 'A')"
+        if is_feed
+        else f"select {watermark_values}, (select {counts} from {snapshot})"
+    )
+    select = (
+        f"select {columns}, cast(null as map<string, bigint>) as operation_counts "
+        f"from {snapshot} where operation in {LIVE_OPERATIONS} union all {bookkeeping}"
+    )
+    properties = own_properties(spark, state) | state_properties(HASH_ALGORITHM_VERSION)
+    listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+    copy, retired = state + REWRITE_SUFFIX, state + RETIRED_SUFFIX
+    spark.sql(f"drop table if exists {copy}")
+    spark.sql(commit_metadata_statement(latest))
+    try:
+        spark.sql(f"create table {copy} using delta tblproperties ({listed}) as {select}")
+    finally:
+        spark.sql(commit_metadata_statement(None))
+    spark.sql(f"alter table {state} rename to {retired}")
+    spark.sql(f"alter table {copy} rename to {state}")
+    spark.sql(f"drop table {retired}")
+    return latest
+
+
+def upgrade_history(spark: Any, history: str) -> str | None:
+    """Convert one parquet history to a Delta history; returns the latest date it holds.
+
+    Every row is kept, in a Delta table partitioned by ``business_date`` whose first
+    commit carries the latest date (it holds every date up to it); the copy is written
+    with INT64 timestamps. None when there is nothing to do (missing, already Delta).
+    """
+    if not spark.catalog.tableExists(history) or is_delta(spark, history):
+        return None
+    dates = partition_dates(spark, history)
+    latest = dates[-1] if dates else None
+    properties = own_properties(spark, history) | history_properties()
+    listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+    copy, retired = history + REWRITE_SUFFIX, history + RETIRED_SUFFIX
+    spark.sql(f"drop table if exists {copy}")
+    spark.sql(commit_metadata_statement(latest))
+    try:
+        spark.sql(
+            f"create table {copy} using delta partitioned by (business_date) "
+            f"tblproperties ({listed}) as select * from {history}"
+        )
+    finally:
+        spark.sql(commit_metadata_statement(None))
+    spark.sql(f"alter table {history} rename to {retired}")
+    spark.sql(f"alter table {copy} rename to {history}")
+    spark.sql(f"drop table {retired}")
+    return latest or ""
+
+
+def _is_int96(spark: Any, path: str) -> bool:
+    """Whether a parquet file holds a column of the INT96 type (read from its footer)."""
+    jvm = spark._jvm  # noqa: SLF001 - parquet's footer reader, no Python equivalent here
+    conf = spark._jsc.hadoopConfiguration()  # noqa: SLF001
+    source = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
+        jvm.org.apache.hadoop.fs.Path(path), conf
+    )
+    reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(source)
+    try:
+        schema = str(reader.getFooter().getFileMetaData().getSchema().toString())
+    finally:
+        reader.close()
+    return " int96 " in schema
+
+
+def rewrite_int96(spark: Any, table: str) -> bool:
+    """Rewrite a table whose live files hold INT96 timestamps; returns whether it did.
+
+    Done once: the table is then marked ``hashcdc.parquet_timestamps = micros`` (as new
+    states are from their creation), and the check is a property lookup after that.
+    """
+    if not spark.catalog.tableExists(table):
+        return False
+    if table_properties(spark, table).get(TIMESTAMPS_PROPERTY) == MICROS:
+        return False
+    frame = spark.table(table)
+    found = "timestamp" in frame.schema.simpleString() and any(
+        _is_int96(spark, path) for path in frame.inputFiles()
+    )
+    if found and is_delta(spark, table):
+        location = spark.sql(f"describe detail {table}").collect()[0]["location"]
+        spark.sql(commit_metadata_statement(None))
+        # One commit that changes no row (dataChange false, as a compaction): the table's
+        # versions, their dates and time travel are kept.
+        frame.write.format("delta").mode("overwrite").option("dataChange", "false").save(location)
+    elif found:
+        rewrite_parquet(spark, table, [f"`{name}`" for name in frame.columns])
+    spark.sql(f"alter table {table} set tblproperties ('{TIMESTAMPS_PROPERTY}' = '{MICROS}')")
+    return found
+
+
+def upgrade_states(spark: Any, schema: str, table: TableConfig) -> list[str]:
+    """Upgrade a table's tables, saying so in one line each; returns their names.
+
+    A parquet state becomes a Delta state (:func:`upgrade_state`), a parquet history a
+    Delta history (:func:`upgrade_history`); every table whose files hold INT96
+    timestamps is rewritten with INT64 ones (:func:`rewrite_int96`).
+    """
+    upgraded = []
+    for state in state_tables(schema, table):
+        latest = upgrade_state(spark, state)
+        if latest is not None:
+            upgraded.append(state)
+            print(
+                f"hashcdc: table '{table.name}': {state} upgraded to a Delta table holding "
+                f"{latest} (its latest snapshot; history kept as it was)",
+                file=sys.stdout,
+                flush=True,
+            )
+    for history in history_tables(schema, table):
+        if upgrade_history(spark, history) is not None:
+            upgraded.append(history)
+            print(
+                f"hashcdc: table '{table.name}': {history} upgraded to a Delta table "
+                "(every date's rows kept; INT64 timestamps)",
+                file=sys.stdout,
+                flush=True,
+            )
+    for state in state_tables(schema, table):
+        # States of an earlier release: the rule of their current view, for other readers.
+        wanted = {UNTOUCHED_PROPERTY: untouched_operation(table.extract_type)}
+        if (
+            spark.catalog.tableExists(state)
+            and not wanted.items() <= table_properties(spark, state).items()
+        ):
+            spark.sql(f"alter table {state} set tblproperties ('{UNTOUCHED_PROPERTY}' = "
+                      f"'{wanted[UNTOUCHED_PROPERTY]}')")  # fmt: skip
+    for persisted in persisted_tables(schema, table):
+        if rewrite_int96(spark, persisted.name):
+            upgraded.append(persisted.name)
+            print(
+                f"hashcdc: table '{table.name}': {persisted.name} rewritten with INT64 "
+                "timestamps (its INT96 ones read wrong in other engines; rows and versions "
+                "kept)",
+                file=sys.stdout,
+                flush=True,
+            )
+    return upgraded

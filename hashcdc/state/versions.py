@@ -1,0 +1,361 @@
+"""A state table on Delta Lake: its properties, and the versions that applied each date.
+
+Every commit that applies a date to a state carries ``{"hashcdc_business_date": "<date>"}``
+in Delta's ``userMetadata`` (set for that statement by the state's materialization), so a
+table's own log says which version holds which date. A ``RESTORE`` undoes the commits
+after the version it restores, and a commit marked ``hashcdc_reset`` (a first date run
+again) undoes them all: :func:`applied_versions` replays the log in order, so it gives
+the dates the table holds now, each with the version that applied it.
+
+One home for the rule, used by the dbt macros (through the adapter's
+``hashcdc_applied_versions``) and by the CLI (reruns, replay, ``query --as-of``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from hashcdc.errors import HashcdcError
+from hashcdc.relations import is_state
+
+BUSINESS_DATE_KEY = "hashcdc_business_date"
+# The oldest date whose version retention keeps (hashcdc.state.maintenance).
+KEPT_SINCE_PROPERTY = "hashcdc.kept_since"
+# Table properties that are hashcdc's (copied by a rewrite); Spark's and Delta's are not.
+OWN_PROPERTY_PREFIX = "hashcdc."
+# On the state table: the inferred first date of a column added without `added:`.
+ADDED_PROPERTY_PREFIX = OWN_PROPERTY_PREFIX + "added."
+RESET_KEY = "hashcdc_reset"
+# The session setting whose value Delta records as each commit's ``userMetadata``.
+COMMIT_METADATA_SETTING = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+# On a table whose parquet files all hold timestamps as INT64 microseconds (none INT96).
+TIMESTAMPS_PROPERTY = "hashcdc.parquet_timestamps"
+MICROS = "micros"
+
+
+# On a state: the operation its current view shows for a row the latest date did not
+# write (N for a full extract, X for a delta or a feed), so that a reader without the
+# config rebuilds `current` (docs/architecture.md, "Reading the lake without Spark").
+UNTOUCHED_PROPERTY = "hashcdc.untouched_operation"
+
+
+def untouched_operation(extract_type: str) -> str:
+    """What `current` shows for a key the latest date did not write: N (full), else X."""
+    return "N" if extract_type == "full" else "X"
+
+
+def state_properties(hash_version: int, extract_type: str | None = None) -> dict[str, str]:
+    """The table properties of a state: hash version, deletion vectors, change data feed.
+
+    With ``extract_type``, also the operation `current` shows for an untouched key.
+    """
+    described = {UNTOUCHED_PROPERTY: untouched_operation(extract_type)} if extract_type else {}
+    return described | {
+        "hashcdc.hash_version": str(hash_version),
+        TIMESTAMPS_PROPERTY: MICROS,
+        # A MERGE marks the rows it removes instead of rewriting their files.
+        "delta.enableDeletionVectors": "true",
+        # A date's history is read from the change data feed of the date's commit.
+        "delta.enableChangeDataFeed": "true",
+    }
+
+
+def history_properties() -> dict[str, str]:
+    """The table properties of a history (a Delta table, one partition per date)."""
+    return {TIMESTAMPS_PROPERTY: MICROS}
+
+
+@dataclass(frozen=True)
+class DateVersion:
+    """A version of a state table and the business date its commit applied.
+
+    ``last_version`` is the latest version that still holds that date: commits without
+    a date that followed it (a column added, a compaction, a restore to it) are part of
+    it, so a date is read and restored with the table's schema as it is now.
+    """
+
+    version: int
+    business_date: str
+    last_version: int
+
+
+def commit_metadata(business_date: str, reset: bool = False) -> str:
+    """The ``userMetadata`` of a commit that applies ``business_date`` (or resets the table)."""
+    document: dict[str, Any] = {BUSINESS_DATE_KEY: business_date}
+    if reset:
+        document[RESET_KEY] = True
+    return json.dumps(document, sort_keys=True, separators=(",", ":"))
+
+
+def commit_metadata_statement(business_date: str | None, reset: bool = False) -> str:
+    """The SQL that makes the session's next commits apply ``business_date`` (None: no date)."""
+    if business_date is None:
+        return f"reset {COMMIT_METADATA_SETTING}"
+    return f"set {COMMIT_METADATA_SETTING} = {commit_metadata(business_date, reset)}"
+
+
+def json_object(text: str | None) -> dict[str, Any]:
+    """A JSON object from a commit's text field (``userMetadata``, an operation parameter).
+
+    Empty when the text is missing, not JSON, or not an object.
+    """
+    if not text:
+        return {}
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def effective_commits(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The commits whose effect a table holds now, in order (``describe history`` rows).
+
+    A ``RESTORE`` undoes the commits after the version it restores; a reset commit (a
+    first date run again, which empties the table) undoes every commit before it.
+    """
+    effective: list[dict[str, Any]] = []
+    for commit in sorted(history, key=lambda row: int(row["version"])):
+        if commit.get("operation") == "RESTORE":
+            restored = int((commit.get("operationParameters") or {}).get("version", -1))
+            effective = [c for c in effective if int(c["version"]) <= restored]
+        elif json_object(commit.get("userMetadata")).get(RESET_KEY):
+            effective = []
+        effective.append(commit)
+    return effective
+
+
+def commit_date(commit: dict[str, Any]) -> str | None:
+    """The business date a commit applied (None: a reset, or not a date's commit)."""
+    metadata = json_object(commit.get("userMetadata"))
+    if metadata.get(RESET_KEY) or BUSINESS_DATE_KEY not in metadata:
+        return None
+    return str(metadata[BUSINESS_DATE_KEY])
+
+
+def applied_from_history(history: list[dict[str, Any]]) -> list[DateVersion]:
+    """The dates a table holds, from its commits (``describe history`` rows, any order)."""
+    applied = [
+        (int(commit["version"]), date)
+        for commit in effective_commits(history)
+        if (date := commit_date(commit)) is not None
+    ]
+    latest = max((int(row["version"]) for row in history), default=-1)
+    ends = [version - 1 for version, _ in applied[1:]] + [latest]
+    return [DateVersion(v, d, end) for (v, d), end in zip(applied, ends, strict=True)]
+
+
+def applied_versions(spark: Any, table: str) -> list[DateVersion]:
+    """The dates ``table`` holds now, in order, each with the version that applied it.
+
+    Dates before the table's ``hashcdc.kept_since`` (retention: ``hashcdc compact``) are
+    left out: their versions' files are gone.
+    """
+    if not is_delta(spark, table):
+        return []  # a parquet state of an earlier release (hashcdc.state.upgrade converts it)
+    rows = spark.sql(f"describe history {table}").collect()
+    applied = applied_from_history([row.asDict() for row in rows])
+    kept_since = table_properties(spark, table).get(KEPT_SINCE_PROPERTY)
+    return [a for a in applied if not kept_since or a.business_date >= kept_since]
+
+
+def version_as_of(applied: list[DateVersion], business_date: str) -> DateVersion | None:
+    """The version that holds the state as of ``business_date`` (the latest date <= it)."""
+    earlier = [a for a in applied if a.business_date <= business_date]
+    return earlier[-1] if earlier else None
+
+
+def version_before(applied: list[DateVersion], business_date: str) -> DateVersion | None:
+    """The version that holds the state of the latest date before ``business_date``."""
+    earlier = [a for a in applied if a.business_date < business_date]
+    return earlier[-1] if earlier else None
+
+
+def _details(spark: Any, relation: str) -> dict[str, Any]:
+    """A table's or view's ``describe table extended`` rows, by name."""
+    return {row[0]: row[1] for row in spark.sql(f"describe table extended {relation}").collect()}
+
+
+def is_delta(spark: Any, table: str) -> bool:
+    """Whether a table is a Delta table (the states) rather than parquet."""
+    return str(_details(spark, table).get("Provider", "")).lower() == "delta"
+
+
+def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -> list[str]:
+    """Temporary views that show the schema's tables as they were after ``business_date``.
+
+    Each state (a Delta table) is read at the version that applied the latest date on or
+    before it; each table with a ``business_date`` column (histories, rejects, changelogs)
+    keeps the rows of dates up to it; each view (current, scd2) is defined again over
+    those. Unqualified names then resolve to them in the session (``hashcdc query
+    --as-of``); the tables themselves are untouched. ``prefix``: only the relations whose
+    name starts with it. Returns the names shadowed.
+    """
+    shadowed: dict[str, str] = {}
+    views: list[str] = []
+    for table in spark.catalog.listTables(schema):
+        if table.isTemporary or not table.name.startswith(prefix):
+            continue
+        qualified = f"{schema}.{table.name}"
+        if table.tableType == "VIEW":
+            views.append(table.name)
+        elif is_state(table.name) and is_delta(spark, qualified):
+            applied = version_as_of(applied_versions(spark, qualified), business_date)
+            shadowed[table.name] = (
+                f"select * from {qualified} version as of {applied.last_version}"
+                if applied
+                else f"select * from {qualified} where false"
+            )
+        elif "business_date" in {c.name for c in spark.catalog.listColumns(qualified)}:
+            shadowed[table.name] = (
+                f"select * from {qualified} where business_date <= date'{business_date}'"
+            )
+    for name, select in shadowed.items():
+        spark.sql(f"create or replace temporary view `{name}` as {select}")
+    for name in views:
+        text = _view_text(spark, f"{schema}.{name}")
+        for base in shadowed:
+            for written in (f"`{schema}`.`{base}`", f"{schema}.{base}"):
+                text = text.replace(written, f"`{base}`")
+        spark.sql(f"create or replace temporary view `{name}` as {text}")
+    return sorted([*shadowed, *views])
+
+
+# A relation in a parsed plan's tree: ``'UnresolvedRelation [schema, name], [], false``.
+_RELATION = re.compile(r"'UnresolvedRelation \[(.*?)\], \[")
+# What a query's text holds besides names: string literals and comments, never rewritten.
+_LITERAL = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|--[^\n]*|/\*.*?\*/"
+SESSION_CATALOG = "spark_catalog"
+
+
+def query_relations(spark: Any, sql: str) -> list[list[str]]:
+    """The relations a query names (each as its name parts), subqueries and CTEs included.
+
+    Read from Spark's own parser (the plan before analysis), so what counts as a name is
+    what Spark would resolve.
+    """
+    plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
+    return [
+        [part.strip() for part in found.split(",")]
+        for found in _RELATION.findall(plan.treeString())
+    ]
+
+
+def as_of_query(spark: Any, schema: str, sql: str, business_date: str) -> tuple[str, list[str]]:
+    """``sql`` made to read every relation as it was after ``business_date``.
+
+    Returns the query and the temporary views that shadow the schema's relations (the
+    caller drops them once the query is read).
+
+    The schema's tables are shadowed by :func:`as_of_views` (under their own names); a
+    name written with the schema (``schema.t``, ```schema`.`t```, ``spark_catalog.schema.t``)
+    is rewritten to the shadowing view, so both spellings read the same version. A name
+    ``--as-of`` cannot serve (another schema, a path) is refused, never read at its latest.
+    """
+    own = schema.lower()
+    for parts in query_relations(spark, sql):
+        lowered = [part.lower() for part in parts]
+        if lowered[:1] == [SESSION_CATALOG]:
+            lowered = lowered[1:]
+        # The schema's own names are served (one it lacks, Spark names in its error).
+        if len(lowered) == 1 or (len(lowered) == 2 and lowered[0] == own):
+            continue
+        raise HashcdcError(
+            f"query --as-of {business_date}: `{'.'.join(parts)}` is not a table of schema "
+            f"{schema}, the only one --as-of reads as of a date; name a table of {schema} "
+            "(with or without the schema), or query it without --as-of"
+        )
+    views = as_of_views(spark, schema, business_date)
+    shadowed = {name.lower() for name in views}
+    names = "|".join(re.escape(name) for name in sorted(shadowed, key=len, reverse=True))
+    if not names:
+        return sql, views
+    qualified = re.compile(
+        rf"({_LITERAL})|(?<![\w.`])(?:`?{SESSION_CATALOG}`?\s*\.\s*)?`?{re.escape(schema)}`?"
+        rf"\s*\.\s*`?({names})`?(?![\w`])",
+        re.IGNORECASE | re.DOTALL,
+    )
+    return qualified.sub(lambda m: m.group(1) or f"`{m.group(2)}`", sql), views
+
+
+def _view_text(spark: Any, view: str) -> str:
+    return str(_details(spark, view)["View Text"])
+
+
+def restore(spark: Any, table: str, version: int) -> None:
+    """Restore a state's rows to ``version``, keeping its shape and records of now.
+
+    A rerun or a replay restores the state the date was computed from. Delta's RESTORE
+    also puts back that version's schema and table properties, but the date's rows are
+    computed with the config of now: a column added since stays (null, as for every date
+    before it), a column widened since stays wide, and what hashcdc recorded since (a
+    column's inferred first date, the retention's oldest kept date) stays recorded.
+    """
+    shape_now = {f.name: f.dataType.simpleString() for f in spark.table(table).schema}
+    kept = {
+        key: value
+        for key, value in table_properties(spark, table).items()
+        if key.startswith(ADDED_PROPERTY_PREFIX) or key == KEPT_SINCE_PROPERTY
+    }
+    spark.sql(f"restore table {table} to version as of {version}")
+    restored = {f.name: f.dataType.simpleString() for f in spark.table(table).schema}
+    properties = table_properties(spark, table)
+    lost = {name: kind for name, kind in shape_now.items() if name not in restored}
+    narrowed = {
+        name for name, kind in restored.items() if name in shape_now and shape_now[name] != kind
+    }
+    forgotten = {key: value for key, value in kept.items() if properties.get(key) != value}
+    if narrowed:
+        # Delta cannot widen a column in place: the restored rows are rewritten in one
+        # commit with the types of now (and the columns added since).
+        select = [
+            f"cast(`{name}` as {shape_now[name]}) as `{name}`" if name in narrowed else f"`{name}`"
+            for name in restored
+        ] + [f"cast(null as {kind}) as `{name}`" for name, kind in lost.items()]
+        carried = {
+            key: value
+            for key, value in properties.items()
+            if key.startswith((OWN_PROPERTY_PREFIX, "delta.enable"))
+        }
+        replace_delta(spark, table, select, carried | kept)
+        return
+    if lost:
+        columns = ", ".join(f"`{name}` {kind}" for name, kind in lost.items())
+        spark.sql(f"alter table {table} add columns ({columns})")
+    if forgotten:
+        listed = ", ".join(f"'{key}' = '{value}'" for key, value in forgotten.items())
+        spark.sql(f"alter table {table} set tblproperties ({listed})")
+
+
+def table_properties(spark: Any, table: str) -> dict[str, str]:
+    """A table's properties (``show tblproperties``)."""
+    return {row[0]: row[1] for row in spark.sql(f"show tblproperties {table}").collect()}
+
+
+def own_properties(spark: Any, table: str) -> dict[str, str]:
+    """A table's hashcdc properties (``hashcdc.*``)."""
+    return {
+        key: value
+        for key, value in table_properties(spark, table).items()
+        if key.startswith(OWN_PROPERTY_PREFIX)
+    }
+
+
+def replace_delta(spark: Any, table: str, select: list[str], properties: dict[str, str]) -> None:
+    """Rewrite a Delta table with a select list in one commit (its versions are kept).
+
+    ``properties``: the table's properties after it (a replace keeps none by itself). The
+    partition columns stay (a history's ``business_date``).
+    """
+    listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
+    partitions = list(spark.sql(f"describe detail {table}").collect()[0]["partitionColumns"])
+    partitioned = f"partitioned by ({', '.join(partitions)}) " if partitions else ""
+    spark.sql(
+        f"create or replace table {table} using delta {partitioned}tblproperties ({listed}) "
+        f"as select {', '.join(select)} from {table}"
+    )
