@@ -35,12 +35,14 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import yaml
 
-from hashcdc.capture.group import capture_group, source_module
+from hashcdc.capture import mariadb_source, postgresql_source
+from hashcdc.capture.group import CaptureGroup, capture_group
+from hashcdc.capture.pgoutput import lsn_text
+from hashcdc.capture.sources import SourceDatabase, source_for
 from hashcdc.codegen import generate
 from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.runtime.scratch import scratch_project
@@ -104,7 +106,7 @@ def _run_date(work: Path, environment: dict[str, str], business_date: str) -> fl
 
 
 def _commit_to_current(
-    database: ModuleType, group: Any, work: Path, environment: dict[str, str]
+    database: SourceDatabase, group: Any, work: Path, environment: dict[str, str]
 ) -> dict[str, Any]:
     """Seconds from a commit on the source to ``current`` showing it (see the module doc)."""
     today = dt.datetime.now(dt.timezone.utc).date()
@@ -148,7 +150,7 @@ def _landed_events(work: Path) -> int:
     return int(tables.get(BENCH_TABLE, {}).get("events", 0))
 
 
-def _update_range(database: ModuleType, connection: Any, first: int, last: int) -> None:
+def _update_range(database: SourceDatabase, connection: Any, first: int, last: int) -> None:
     """Update the rows of ids ``first``..``last`` in one transaction."""
     database.query(
         connection,
@@ -158,14 +160,14 @@ def _update_range(database: ModuleType, connection: Any, first: int, last: int) 
     )
 
 
-def _update_every_row(database: ModuleType, connection: Any, rows: int) -> int:
+def _update_every_row(database: SourceDatabase, connection: Any, rows: int) -> int:
     """Update every row once, BATCH_ROWS rows per transaction; the log's end after."""
     for first in range(1, rows + 1, BATCH_ROWS):
         _update_range(database, connection, first, first + BATCH_ROWS - 1)
     return int(database.log_position(connection))
 
 
-def _sustained(database: ModuleType, group: Any, work: Path, rows: int) -> dict[str, Any]:
+def _sustained(database: SourceDatabase, group: Any, work: Path, rows: int) -> dict[str, Any]:
     """Commit SUSTAINED_RATE row updates a second while capture runs; each one's lag."""
     landed: list[tuple[float, int]] = []
     watching = threading.Event()
@@ -206,6 +208,116 @@ def _sustained(database: ModuleType, group: Any, work: Path, rows: int) -> dict[
     }
 
 
+# A slot of the bench's own for `pg_recvlogical`, the floor of PostgreSQL's streaming.
+FLOOR_SLOT = "hashcdc_bench_floor"
+
+
+class _PostgresBench:
+    """The bench's table, its read floor and its clean-up on PostgreSQL."""
+
+    @staticmethod
+    def prepare(connection: Any, table: str, rows: int) -> None:
+        """A fresh bench table of ``rows`` rows."""
+        postgresql_source.query(connection, f"drop table if exists {table}")
+        postgresql_source.query(
+            connection,
+            f"create table {table} (id bigint primary key, item text, amount numeric(12,2))",
+        )
+        postgresql_source.query(
+            connection,
+            f"insert into {table} select n, 'item ' || n, n * 1.25 from generate_series(1, %s) n",
+            rows,
+        )
+
+    @staticmethod
+    def read_floor(connection: Any, table: str) -> float:
+        """Seconds to read the table out: ``COPY … TO STDOUT`` into a file."""
+        started = time.monotonic()
+        with tempfile.TemporaryFile() as sink, connection.cursor() as cursor:
+            cursor.copy_expert(f"copy (select * from {table}) to stdout", sink)
+        return time.monotonic() - started
+
+    @staticmethod
+    def floor_start(group: CaptureGroup) -> CaptureGroup:
+        """A slot of its own for ``pg_recvlogical``, made before the changes."""
+        with postgresql_source.connect(group) as connection:
+            postgresql_source.query(
+                connection, "select pg_create_logical_replication_slot(%s, 'pgoutput')", FLOOR_SLOT
+            )
+        return group
+
+    @staticmethod
+    def floor_wait(group: CaptureGroup, end: int) -> float:
+        """Seconds ``pg_recvlogical`` takes to decode its slot up to ``end`` (to a file)."""
+        found = shutil.which("pg_recvlogical") or next(
+            iter(sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_recvlogical"))), None
+        )
+        settings = postgresql_source.dsn(group)
+        started = time.monotonic()
+        subprocess.run(
+            [str(found), "-h", settings["host"], "-p", str(settings["port"]), "-U",
+             settings["user"], "-d", settings["dbname"], "--slot", FLOOR_SLOT, "--start",
+             "--no-loop", "--endpos", lsn_text(end), "-f", os.devnull,
+             "-o", "proto_version=1", "-o", f"publication_names={group.publication}"],
+            check=True, env=os.environ | {"PGPASSWORD": settings.get("password") or ""},
+        )  # fmt: skip
+        return time.monotonic() - started
+
+    @staticmethod
+    def clean(connection: Any, table: str, slot: str) -> None:
+        """Drop the bench's slots, publication and table."""
+        for name in (slot, FLOOR_SLOT):
+            postgresql_source.query(
+                connection,
+                "select pg_drop_replication_slot(slot_name) from pg_replication_slots "
+                "where slot_name = %s",
+                name,
+            )
+        postgresql_source.query(connection, f"drop publication if exists {slot}")
+        postgresql_source.query(connection, f"drop table if exists {table}")
+
+
+class _MariaDBBench:
+    """The bench's table, its read floor and its clean-up on MariaDB."""
+
+    @staticmethod
+    def prepare(connection: Any, table: str, rows: int) -> None:
+        """A fresh bench table of ``rows`` rows."""
+        mariadb_source.query(connection, f"drop table if exists {table}")
+        mariadb_source.query(
+            connection,
+            f"create table {table} (id bigint primary key, item text, amount decimal(12,2))",
+        )
+        mariadb_source.query(
+            connection,
+            f"insert into {table} select seq, concat('item ', seq), seq * 1.25 "
+            f"from seq_1_to_{rows}",
+        )
+
+    @staticmethod
+    def read_floor(connection: Any, table: str) -> float:
+        """Seconds to read the table out: an unbuffered select, each row written to a file."""
+        import pymysql.cursors
+
+        started = time.monotonic()
+        with (
+            tempfile.TemporaryFile("w") as sink,
+            connection.cursor(pymysql.cursors.SSCursor) as cursor,
+        ):
+            cursor.execute(f"select * from {table}")
+            for row in cursor:
+                sink.write("\t".join(map(str, row)) + "\n")
+        return time.monotonic() - started
+
+    @staticmethod
+    def clean(connection: Any, table: str, slot: str) -> None:
+        """Drop the bench's table."""
+        mariadb_source.query(connection, f"drop table if exists {table}")
+
+
+BENCHES: dict[str, Any] = {"postgresql": _PostgresBench, "mariadb": _MariaDBBench}
+
+
 def run(project_dir: Path, table_name: str, rows: int) -> dict[str, Any]:
     """Measure snapshot and streaming rates for the database of ``table_name``."""
     tables = {t.name: t for t in load_table_configs(project_dir / "tables")}
@@ -221,12 +333,12 @@ def run(project_dir: Path, table_name: str, rows: int) -> dict[str, Any]:
     )
     generate.write(work, load_table_configs(work / "tables"))
     group = capture_group(load_table_configs(work / "tables"))
-    database = source_module(kind)
+    database, bench = source_for(kind), BENCHES[kind]
     figures: dict[str, Any] = {"kind": kind, "rows": rows}
     try:
         with database.connect(group) as connection:
-            database.bench_prepare(connection, BENCH_TABLE, rows)
-            figures["floor_read_s"] = round(database.bench_read_floor(connection, BENCH_TABLE), 2)
+            bench.prepare(connection, BENCH_TABLE, rows)
+            figures["floor_read_s"] = round(bench.read_floor(connection, BENCH_TABLE), 2)
         started = time.monotonic()
         snapshot = _capture(work, "--once", "--roll-seconds", "1")
         if snapshot.wait() != 0:
@@ -236,7 +348,7 @@ def run(project_dir: Path, table_name: str, rows: int) -> dict[str, Any]:
         try:
             while _landed_events(work) < rows:  # the snapshot's events are counted first
                 time.sleep(0.2)
-            floor = database.bench_floor_start(group) if kind == "postgresql" else None
+            floor = bench.floor_start(group) if kind == "postgresql" else None
             first_commit = time.monotonic()
             with database.connect(group) as connection:
                 end = _update_every_row(database, connection, rows)
@@ -245,7 +357,7 @@ def run(project_dir: Path, table_name: str, rows: int) -> dict[str, Any]:
                 time.sleep(0.05)
             landed = time.monotonic()
             if floor is not None:
-                figures["pg_recvlogical_s"] = round(database.bench_floor_wait(floor, end), 2)
+                figures["pg_recvlogical_s"] = round(bench.floor_wait(floor, end), 2)
             figures |= _sustained(database, group, work, rows)
         finally:
             streaming.terminate()
@@ -258,7 +370,7 @@ def run(project_dir: Path, table_name: str, rows: int) -> dict[str, Any]:
         figures["lag_last_commit_s"] = round(landed - last_commit, 2)
     finally:
         with database.connect(group) as connection:
-            database.bench_clean(connection, BENCH_TABLE, slot)
+            bench.clean(connection, BENCH_TABLE, slot)
         if not os.environ.get("HASHCDC_BENCH_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
     return figures

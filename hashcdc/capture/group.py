@@ -3,16 +3,14 @@
 A capture reads one database through one slot (its offsets and, for PostgreSQL, its
 replication slot and publication): :func:`capture_group` gathers the selected tables
 into that group, or says which groups they need. Each database's module
-(``hashcdc.capture.<kind>_source``, :func:`source_module`) checks the group's
+(``hashcdc.capture.<kind>_source``, :mod:`hashcdc.capture.sources`) checks the group's
 prerequisites in the words of :func:`check_report`, :func:`missing_column` and
 :func:`unrepresentable`.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 from hashcdc.capture.snapshot import database_of
@@ -99,8 +97,3 @@ def unrepresentable(table: TableConfig, column: Any, source: str, type_name: str
         "which hashcdc cannot represent: leave it out of the config, or capture a view that "
         "casts it to text"
     )
-
-
-def source_module(kind: str) -> ModuleType:
-    """The module that knows a database kind: connection, ``check``, ``server_position``."""
-    return importlib.import_module(f"hashcdc.capture.{kind}_source")

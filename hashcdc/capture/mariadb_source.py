@@ -271,38 +271,3 @@ def distance(server: int, landed: int) -> str:
     if files > 0:
         return f"{files} log file(s)"
     return f"{max(server - landed, 0):,} bytes"
-
-
-# -- `hashcdc bench --capture` (hashcdc.bench.capture) ---------------------------------
-
-
-def bench_prepare(connection: Any, table: str, rows: int) -> None:
-    """A fresh bench table of ``rows`` rows."""
-    query(connection, f"drop table if exists {table}")
-    query(
-        connection, f"create table {table} (id bigint primary key, item text, amount decimal(12,2))"
-    )
-    query(
-        connection,
-        f"insert into {table} select seq, concat('item ', seq), seq * 1.25 from seq_1_to_{rows}",
-    )
-
-
-def bench_read_floor(connection: Any, table: str) -> float:
-    """Seconds to read the table out: an unbuffered select, each row written to a file."""
-    import tempfile
-    import time
-
-    import pymysql.cursors
-
-    started = time.monotonic()
-    with tempfile.TemporaryFile("w") as sink, connection.cursor(pymysql.cursors.SSCursor) as cursor:
-        cursor.execute(f"select * from {table}")
-        for row in cursor:
-            sink.write("\t".join(map(str, row)) + "\n")
-    return time.monotonic() - started
-
-
-def bench_clean(connection: Any, table: str, slot: str) -> None:
-    """Drop the bench's table."""
-    query(connection, f"drop table if exists {table}")

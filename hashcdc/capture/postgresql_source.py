@@ -39,7 +39,8 @@ UNREPRESENTABLE_CATEGORIES = {
 }
 
 
-def _dsn(group: CaptureGroup) -> dict[str, Any]:
+def dsn(group: CaptureGroup) -> dict[str, Any]:
+    """The group's connection settings, as psycopg2 and the PostgreSQL tools take them."""
     properties = credentials(group.tables[0])
     database = group.database
     return {
@@ -61,7 +62,7 @@ def connect(group: CaptureGroup, replication: bool = False) -> Iterator[Any]:
     factory = psycopg2.extras.LogicalReplicationConnection if replication else None
     where = f"{group.database.host}:{group.database.port or 5432}/{group.database.database}"
     try:
-        connection = psycopg2.connect(connection_factory=factory, **_dsn(group))
+        connection = psycopg2.connect(connection_factory=factory, **dsn(group))
     except psycopg2.OperationalError as exc:
         raise ConnectionLostError(f"cannot connect to {where}: {first_line(exc)}") from None
     try:
@@ -317,75 +318,3 @@ def position_text(position: int) -> str:
 def distance(server: int, landed: int) -> str:
     """How far the landed position is behind the server's, in bytes of WAL."""
     return f"{max(server - landed, 0):,} bytes"
-
-
-# -- `hashcdc bench --capture` (hashcdc.bench.capture) ---------------------------------
-
-FLOOR_SLOT = "hashcdc_bench_floor"
-
-
-def bench_prepare(connection: Any, table: str, rows: int) -> None:
-    """A fresh bench table of ``rows`` rows."""
-    query(connection, f"drop table if exists {table}")
-    query(
-        connection, f"create table {table} (id bigint primary key, item text, amount numeric(12,2))"
-    )
-    query(
-        connection,
-        f"insert into {table} select n, 'item ' || n, n * 1.25 from generate_series(1, %s) n",
-        rows,
-    )
-
-
-def bench_read_floor(connection: Any, table: str) -> float:
-    """Seconds to read the table out: ``COPY … TO STDOUT`` into a file."""
-    import tempfile
-    import time
-
-    started = time.monotonic()
-    with tempfile.TemporaryFile() as sink, connection.cursor() as cursor:
-        cursor.copy_expert(f"copy (select * from {table}) to stdout", sink)
-    return time.monotonic() - started
-
-
-def bench_floor_start(group: CaptureGroup) -> CaptureGroup:
-    """A slot of its own for ``pg_recvlogical``, made before the changes."""
-    with connect(group) as connection:
-        query(connection, "select pg_create_logical_replication_slot(%s, 'pgoutput')", FLOOR_SLOT)
-    return group
-
-
-def bench_floor_wait(group: CaptureGroup, end: int) -> float:
-    """Seconds ``pg_recvlogical`` takes to decode its slot up to ``end`` (to a file)."""
-    import os
-    import shutil
-    import subprocess
-    import time
-    from pathlib import Path
-
-    found = shutil.which("pg_recvlogical") or next(
-        iter(sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_recvlogical"))), None
-    )
-    settings = _dsn(group)
-    started = time.monotonic()
-    subprocess.run(
-        [str(found), "-h", settings["host"], "-p", str(settings["port"]), "-U",
-         settings["user"], "-d", settings["dbname"], "--slot", FLOOR_SLOT, "--start",
-         "--no-loop", "--endpos", pgoutput.lsn_text(end), "-f", os.devnull,
-         "-o", "proto_version=1", "-o", f"publication_names={group.publication}"],
-        check=True, env=os.environ | {"PGPASSWORD": settings.get("password") or ""},
-    )  # fmt: skip
-    return time.monotonic() - started
-
-
-def bench_clean(connection: Any, table: str, slot: str) -> None:
-    """Drop the bench's slots, publication and table."""
-    for name in (slot, FLOOR_SLOT):
-        query(
-            connection,
-            "select pg_drop_replication_slot(slot_name) from pg_replication_slots "
-            "where slot_name = %s",
-            name,
-        )
-    query(connection, f"drop publication if exists {slot}")
-    query(connection, f"drop table if exists {table}")

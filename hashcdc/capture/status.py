@@ -13,8 +13,9 @@ from pathlib import Path
 
 from rich.table import Table
 
-from hashcdc.capture.group import capture_group, source_module
+from hashcdc.capture.group import capture_group
 from hashcdc.capture.landing import CONTROL_SUFFIX, Offsets, held_files, paused_tables
+from hashcdc.capture.sources import source_for
 from hashcdc.config import TableConfig
 from hashcdc.errors import HashcdcError
 
@@ -23,7 +24,7 @@ def _server_position(tables: list[TableConfig]) -> int | str:
     """The server's current log position, or why it is not known."""
     group = capture_group(tables)
     try:
-        return int(source_module(group.database.kind).server_position(group))
+        return int(source_for(group.database.kind).server_position(group))
     except HashcdcError as exc:
         return str(exc).splitlines()[0]
 
@@ -41,7 +42,7 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
         if offsets.updated is None:
             continue
 
-        source = source_module(members[0].source.database.kind)  # type: ignore[union-attr]
+        source = source_for(members[0].source.database.kind)  # type: ignore[union-attr]
         server = _server_position(members)
         behind = source.distance(server, offsets.position) if isinstance(server, int) else server
         paused = paused_tables(state_dir / f"{slot}{CONTROL_SUFFIX}")

@@ -94,7 +94,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     """Stream the selected tables' changes from their database's log (or check it)."""
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.capture.base import CaptureOptions
-    from hashcdc.capture.group import capture_group, source_module
+    from hashcdc.capture.group import capture_group
+    from hashcdc.capture.sources import source_for
 
     project_dir = find_project_dir(args.project_dir)
     os.chdir(project_dir)
@@ -119,7 +120,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         )
     group = capture_group(captured)
     if args.check:
-        lines = source_module(group.database.kind).check(group)
+        lines = source_for(group.database.kind).check(group)
         for line in lines:
             print(line, flush=True)
         return 2 if any(line.startswith("problem:") for line in lines) else 0
