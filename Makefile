@@ -59,7 +59,7 @@ test: install test-services
 
 # The unit tier alone: config, generator, hashing vectors, CLI parsing; no Spark, seconds.
 test-unit: install
-	$(BIN)/pytest -m "not spark"
+	$(BIN)/pytest tests/unit
 
 lint: install
 	$(BIN)/ruff check hashcdc tests python_models

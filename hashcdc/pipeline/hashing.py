@@ -30,7 +30,7 @@ the first chain's 64 bits, then the second's, big-endian.
 
 Version 1 (MD5 of a length-prefixed text encoding) rendered every double as text, which
 cost as much as parsing the CSV; version 2 hashes typed values and is about 6x cheaper
-(docs/performance.md). Golden vectors in ``tests/python/test_hashing.py`` pin this
+(docs/performance.md). Golden vectors in ``tests/functional/test_hashing.py`` pin this
 algorithm and recompute it with an independent XXH64 implementation: a change in Spark or
 in this module that alters any hash fails that test instead of turning every row into an
 update. ``HASH_ALGORITHM_VERSION`` is recorded on every state table; a run refuses a state

@@ -11,10 +11,10 @@ import uuid
 from typing import Any
 
 import pytest
+from source_configs import SOURCE_DATABASE, extracted_config
 
 from hashcdc.cli import main
 
-SOURCE_DATABASE = "shop"
 TABLE = "extracted_customers"
 
 
@@ -34,33 +34,6 @@ def shop(postgres: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     return name
 
 
-def _config(postgres: Any, source_table: str) -> dict[str, Any]:
-    return {
-        "name": TABLE,
-        "extract_type": "full",
-        "source": {
-            "path": f"landing/{TABLE}/{{business_date}}",
-            "format": "parquet",
-            "database": {
-                "kind": "postgresql",
-                "host": "127.0.0.1",
-                "port": postgres.port,
-                "database": SOURCE_DATABASE,
-                "table": f"public.{source_table}",
-                "user_env": "SHOP_USER",
-                "partition_column": "id",
-                "partitions": 2,
-            },
-        },
-        "columns": [
-            {"name": "customer_id", "source_name": "id", "type": "int", "key": True},
-            {"name": "name", "type": "string"},
-            {"name": "balance", "type": "decimal(12,2)"},
-            {"name": "born", "type": "date"},
-        ],
-    }
-
-
 def _extract(project: Any, business_date: str, *options: str) -> int:
     return main(
         ["--project-dir", str(project.root), "extract", TABLE, "--date", business_date, *options]
@@ -70,7 +43,7 @@ def _extract(project: Any, business_date: str, *options: str) -> int:
 def test_snapshots_land_as_extracts_and_run(
     project: Any, postgres: Any, shop: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    project.add_table(_config(postgres, shop))
+    project.add_table(extracted_config(postgres.port, shop, TABLE))
     assert _extract(project, "2024-01-01") == 0
     assert f"table '{TABLE}': landed 3 rows for 2024-01-01" in capsys.readouterr().out
     assert project.build("2024-01-01", TABLE).success
@@ -116,7 +89,7 @@ def test_a_mariadb_table_lands_as_an_extract_and_runs(
         SOURCE_DATABASE,
     )
     monkeypatch.setenv("SHOP_USER", "hashcdc")
-    config = _config(mariadb, name)
+    config = extracted_config(mariadb.port, name, TABLE)
     database = config["source"]["database"]
     del database["partition_column"], database["partitions"]
     database.update(kind="mariadb", table=name)
@@ -142,7 +115,9 @@ def test_the_parallel_reads_share_one_snapshot(project: Any, postgres: Any, shop
     from hashcdc.capture.snapshot import read_snapshot
     from hashcdc.config import parse_table_config
 
-    table, problems = parse_table_config(_config(postgres, shop), f"tables/{TABLE}.yml")
+    table, problems = parse_table_config(
+        extracted_config(postgres.port, shop, TABLE), f"tables/{TABLE}.yml"
+    )
     assert table is not None, problems
     frame, snapshot = read_snapshot(project.spark, table)
     try:
@@ -161,32 +136,9 @@ def test_the_parallel_reads_share_one_snapshot(project: Any, postgres: Any, shop
 def test_missing_credentials_are_named(
     project: Any, postgres: Any, shop: str, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    project.add_table(_config(postgres, shop))
+    project.add_table(extracted_config(postgres.port, shop, TABLE))
     monkeypatch.delenv("SHOP_USER")
     assert _extract(project, "2024-01-01") == 2
     err = capsys.readouterr().err
     assert "the environment variable SHOP_USER (source.database.user_env in" in err
     assert "Traceback" not in err
-
-
-def test_a_database_source_is_checked_with_the_config() -> None:
-    from hashcdc.config import TableConfig, parse_table_config
-
-    class _Server:
-        port = 5432
-
-    config = _config(_Server(), "customers")
-    table, problems = parse_table_config(config, f"tables/{TABLE}.yml")
-    assert problems == [] and table is not None
-    assert TableConfig.from_dict(table.to_dict()) == table
-    database = config["source"]["database"]
-    wrong = {**database, "query": "select 1", "partition_column": None}
-    config["source"] = {**config["source"], "format": "debezium", "database": wrong}
-    _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
-    assert f"tables/{TABLE}.yml: source.database: give exactly one of table and query" in problems
-    assert any("parallel reads split the range of a column" in p for p in problems)
-    assert any("landed as parquet or csv, not debezium" in p for p in problems)
-    config["source"] = {**config["source"], "format": "parquet"}
-    config["source"]["database"] = {**database, "kind": "mariadb"}
-    _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
-    assert any("read on one connection" in p and "remove partitions" in p for p in problems)

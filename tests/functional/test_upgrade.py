@@ -135,7 +135,7 @@ EDGE_ROWS = [
     [5, "east", None, None, "2024-03-01 10:00:00.123456", "x"],
 ]
 LAKE_COLUMNS = ["id", "region", "amount", "born", "at", "note"]
-READERS = Path(__file__).parent / "lake_readers.py"
+READERS = Path(__file__).parents[1] / "support" / "lake_readers.py"
 READERS_PATH = Path(sys.executable).parent.parent / "readers"
 
 

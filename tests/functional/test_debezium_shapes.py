@@ -567,18 +567,6 @@ def test_binary_decimals_decode_exactly(spark: Any) -> None:
     assert typed[2][0] == Decimal("-1.2800") and typed[4][0] == Decimal("0.0005")
 
 
-def test_the_placeholder_text_scan_is_used_only_where_json_shows_it_verbatim() -> None:
-    from hashcdc.pipeline.casting import unavailable_forms
-    from hashcdc.pipeline.feed import shows_verbatim_in_json
-
-    # The default placeholder and its base64 and hex forms: a line that holds one shows it.
-    assert shows_verbatim_in_json(unavailable_forms(PLACEHOLDER)[:-1])
-    # A writer may escape "/" (as \/), a quote or a non-ASCII letter: the exact test runs.
-    assert not shows_verbatim_in_json(["n/a"])
-    assert not shows_verbatim_in_json(['"gone"'])
-    assert not shows_verbatim_in_json(["ünavailable"])
-
-
 def test_message_arrays_hold_the_present_messages_in_order(spark: Any) -> None:
     from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 

@@ -27,7 +27,7 @@ from time_ledger import (  # noqa: F401 - the hooks that report where the time g
     pytest_terminal_summary,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 # A test that uses one of these needs the shared SparkSession: it is in the `spark` tier.
 SPARK_FIXTURES = frozenset({"project", "spark", "session_root", "postgres", "mariadb"})
 
@@ -193,3 +193,18 @@ def postgres() -> Iterable[Any]:
 
     with postgres_server() as server:
         yield server
+
+
+@pytest.fixture
+def json_rows(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The extra format of ``json_rows.py`` registered as ``inputs.register`` does, and
+    unregistered after the test."""
+    from json_rows import JsonRowsReader
+
+    from hashcdc import inputs
+    from hashcdc.config import schema as config_schema
+
+    reader = JsonRowsReader()
+    monkeypatch.setitem(inputs._READERS, reader.name, reader)
+    monkeypatch.setitem(config_schema._FORMATS, reader.name, reader.carries_events)
+    return reader

@@ -11,86 +11,14 @@ from typing import Any
 
 import pytest
 
-from hashcdc.runtime.metastore import (
-    _ensure_derby_log_folder,
-    _recorded_holder,
-    embedded_metastore_dir,
-    metastore_holder,
-)
 from hashcdc.runtime.scratch import scratch_project
 
 REPO = Path(__file__).resolve().parents[2]
 # A query that keeps the first command busy for a while (seconds, on 2 cores).
 LONG_QUERY = "select count(distinct id * 7) as n from range(10000000)"
 
-HOLD_LOCK = """
-import fcntl, sys, time
-handle = open(sys.argv[1], "a")
-fcntl.lockf(handle, fcntl.LOCK_EX)
-print("locked", flush=True)
-time.sleep(60)
-"""
 
 # A holder that rewrites its record without pause (as it does when its JVM starts).
-REWRITE_RECORD = """
-import fcntl, sys
-from hashcdc.runtime.metastore import _HeldLock, _own_record, open_lock_file
-from pathlib import Path
-handle = open_lock_file(Path(sys.argv[1]))
-fcntl.flock(handle, fcntl.LOCK_EX)
-held = _HeldLock(handle, _own_record())
-held.mark("running")
-print("locked", flush=True)
-for number in range(10**9):
-    held.record["jvm_pid"] = number % 200 + 1
-    held.mark("running")
-"""
-
-
-def test_a_shared_metastore_is_never_probed(tmp_path: Path) -> None:
-    url = f"jdbc:derby:;databaseName={tmp_path}/m;create=true"
-    derby = {"spark.hadoop.javax.jdo.option.ConnectionURL": url}
-    assert embedded_metastore_dir(derby) == (tmp_path / "m").resolve()
-    shared = derby | {"spark.hadoop.hive.metastore.uris": "thrift://127.0.0.1:9083"}
-    assert embedded_metastore_dir(shared) is None
-    postgres = {"spark.hadoop.javax.jdo.option.ConnectionURL": "jdbc:postgresql://127.0.0.1/hive"}
-    assert embedded_metastore_dir(postgres) is None
-
-
-def test_the_holder_of_the_derby_lock_is_named(tmp_path: Path) -> None:
-    database = tmp_path / "metastore_db"
-    database.mkdir()
-    lock_file = database / "dbex.lck"
-    assert metastore_holder(database) is None  # no lock file: never booted
-    lock_file.touch()
-    assert metastore_holder(database) is None  # a lock file nobody holds: free
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_LOCK, str(lock_file)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        found = metastore_holder(database)
-        assert found is not None and found.pid == holder.pid
-        assert found.command and found.since
-    finally:
-        holder.kill()
-        holder.wait()
-    assert metastore_holder(database) is None
-
-
-def test_a_record_being_rewritten_still_names_its_holder(tmp_path: Path) -> None:
-    """The holder's record is never read empty or half written (CI saw "another process")."""
-    lock_file = tmp_path / "metastore_db.lock"
-    holder = subprocess.Popen(
-        [sys.executable, "-c", REWRITE_RECORD, str(lock_file)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        for _ in range(2000):
-            assert _recorded_holder(lock_file).pid == holder.pid
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_second_process_is_refused_in_seconds_with_one_line(project: Any) -> None:
@@ -121,16 +49,6 @@ def test_a_second_process_is_refused_in_seconds_with_one_line(project: Any) -> N
     assert f"is in use by process {os.getpid()} (pytest" in lines[0], lines[0]
     assert "its Spark JVM is process" in lines[0]
     assert "Wait for that process to finish, or use a shared metastore" in lines[0]
-
-
-def test_the_folder_of_derbys_log_is_created(tmp_path: Path) -> None:
-    log = tmp_path / "target" / "derby.log"
-    settings = {
-        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={tmp_path}/m",
-        "spark.driver.extraJavaOptions": f"-Dderby.stream.error.file={log} -Dother=1",
-    }
-    _ensure_derby_log_folder(settings)
-    assert log.parent.is_dir()
 
 
 def _own_project(tmp_path: Path) -> tuple[Path, dict[str, str]]:

@@ -33,10 +33,10 @@ import psycopg2
 import pymysql
 import pytest
 from servers import LOOPBACK, LoopbackProxy, Workload
+from source_configs import SOURCE_DATABASE, captured_config
 
 from hashcdc.cli import main
 
-SOURCE_DATABASE = "shop"
 TABLE = "captured_orders"
 MARIADB_TABLE = "captured_maria_orders"  # its own: both run dates 1 and 2 in one warehouse
 FIRST, SECOND, QUIET = "2024-01-01", "2024-01-02", "2024-01-03"
@@ -64,34 +64,6 @@ def orders(postgres: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     )
     monkeypatch.setenv("SHOP_USER", "hashcdc")
     return name
-
-
-def _config(postgres: Any, source_table: str, name: str = TABLE) -> dict[str, Any]:
-    return {
-        "name": name,
-        "extract_type": "changes",
-        "source": {
-            "path": f"landing/{name}/{{business_date}}",
-            "format": "debezium",
-            "database": {
-                "kind": "postgresql",
-                "port": postgres.port,
-                "database": SOURCE_DATABASE,
-                "table": f"public.{source_table}",
-                "user_env": "SHOP_USER",
-                "slot": f"hashcdc_{source_table}",
-            },
-        },
-        "changes": {"sequence_by": ["source.commit_lsn", "source.lsn"], "history": "audit"},
-        "columns": [
-            {"name": "order_id", "source_name": "id", "type": "int", "key": True},
-            {"name": "item", "type": "string"},
-            {"name": "amount", "type": "decimal(10,2)"},
-            {"name": "placed", "type": "date"},
-            {"name": "paid", "type": "boolean"},
-            {"name": "notes", "type": "string"},
-        ],
-    }
 
 
 def _capture(project: Any, *options: str) -> subprocess.Popen:
@@ -377,7 +349,7 @@ def _stream_through_a_kill_and_a_server_restart(
 def test_postgresql_snapshot_then_stream_through_a_kill_and_a_server_restart(
     project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = _config(postgres, orders)
+    config = captured_config(postgres.port, orders, TABLE)
     with contextlib.closing(LoopbackProxy(postgres.port)) as proxy:
         config["source"]["database"]["port"] = proxy.port
         project.add_table(config)
@@ -398,7 +370,7 @@ def test_postgresql_snapshot_then_stream_through_a_kill_and_a_server_restart(
 def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
     project: Any, mariadb: Any, maria_orders: str
 ) -> None:
-    config = _config(mariadb, maria_orders, MARIADB_TABLE)
+    config = captured_config(mariadb.port, maria_orders, MARIADB_TABLE)
     with contextlib.closing(LoopbackProxy(mariadb.port)) as proxy:
         config["source"]["database"].update(kind="mariadb", table=maria_orders, port=proxy.port)
         project.add_table(config)
@@ -414,7 +386,7 @@ def test_a_service_capture_lands_an_empty_file_for_each_quiet_day(
 
     The days passed are simulated by the offsets' record of the last day done.
     """
-    project.add_table(_config(postgres, orders))
+    project.add_table(captured_config(postgres.port, orders, TABLE))
     root = ["--project-dir", str(project.root)]
     assert main([*root, "capture", "--once"]) == 0  # the snapshot: today's events
     today = dt.datetime.now(dt.timezone.utc).date()
@@ -435,7 +407,7 @@ def test_a_paused_table_is_held_then_released_whole_on_resume(
 ) -> None:
     """--pause keeps a table's events out of the landing zone (the log still advances);
     --resume releases every one of them, once, into the date capture resumes on."""
-    project.add_table(_config(postgres, orders))
+    project.add_table(captured_config(postgres.port, orders, TABLE))
     root = ["--project-dir", str(project.root)]
     assert main([*root, "capture", "--once", "--date", FIRST]) == 0
     assert main([*root, "capture", "--pause", TABLE]) == 0
@@ -468,34 +440,16 @@ def test_check_names_what_to_change(
 ) -> None:
     """--check: the server is ready; a table without a key is named with the fix."""
     postgres.psql(f"create table public.{orders}_nokey (id int, item text)", SOURCE_DATABASE)
-    project.add_table(_config(postgres, orders))
+    project.add_table(captured_config(postgres.port, orders, TABLE))
     root = ["--project-dir", str(project.root)]
     assert main([*root, "capture", "--check"]) == 0
     assert "ready: slot" in capsys.readouterr().out
-    config = _config(postgres, f"{orders}_nokey")
+    config = captured_config(postgres.port, f"{orders}_nokey", TABLE)
     config["columns"] = [c for c in config["columns"] if c["name"] in ("order_id", "item")]
     project.add_table(config)
     assert main([*root, "capture", "--check"]) == 2
     out = capsys.readouterr().out
     assert f"ALTER TABLE public.{orders}_nokey REPLICA IDENTITY FULL" in out, out
-
-
-def _text(value: str) -> bytes:
-    return value.encode() + b"\x00"
-
-
-def _tuple(*values: str | None) -> bytes:
-    import struct
-
-    out = struct.pack(">h", len(values))
-    for value in values:
-        if value is None:
-            out += b"n"
-        elif value == "<unchanged>":
-            out += b"u"
-        else:
-            out += b"t" + struct.pack(">i", len(value.encode())) + value.encode()
-    return out
 
 
 def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
@@ -576,77 +530,11 @@ def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
     assert (by_id[1]["c"], by_id[1]["code"], by_id[1]["ip"]) == ("ab    ", "x   ", "10.0.0.1")
 
 
-def test_pgoutput_messages_decode() -> None:
-    """The protocol's byte layouts, as PostgreSQL documents them, become messages."""
-    import datetime as dt
-    import struct
-
-    from hashcdc.capture import pgoutput
-
-    microseconds = 86_400 * 1_000_000  # 2000-01-02 00:00 UTC
-    begin = pgoutput.decode(b"B" + struct.pack(">QqI", 0x16_B374D848, microseconds, 42))
-    assert begin == pgoutput.Begin(
-        0x16_B374D848, dt.datetime(2000, 1, 2, tzinfo=dt.timezone.utc), 42
-    )
-    relation = pgoutput.decode(
-        b"R" + struct.pack(">I", 7) + _text("public") + _text("orders") + b"d"
-        + struct.pack(">h", 2)
-        + struct.pack(">b", 1) + _text("id") + struct.pack(">Ii", 23, -1)
-        + struct.pack(">b", 0) + _text("notes") + struct.pack(">Ii", 25, -1)
-    )  # fmt: skip
-    assert isinstance(relation, pgoutput.Relation)
-    assert relation.qualified_name == "public.orders"
-    assert [(c.name, c.type_oid, c.is_key) for c in relation.columns] == [
-        ("id", 23, True),
-        ("notes", 25, False),
-    ]
-    insert = pgoutput.decode(b"I" + struct.pack(">I", 7) + b"N" + _tuple("1", None))
-    assert insert == pgoutput.RowChange(7, "c", None, ("1", None))
-    key_change = pgoutput.decode(
-        b"U" + struct.pack(">I", 7) + b"K" + _tuple("1", None) + b"N" + _tuple("2", "<unchanged>")
-    )
-    assert key_change == pgoutput.RowChange(7, "u", ("1", None), ("2", pgoutput.UNCHANGED_TOAST))
-    delete = pgoutput.decode(b"D" + struct.pack(">I", 7) + b"K" + _tuple("2", None))
-    assert delete == pgoutput.RowChange(7, "d", ("2", None), None)
-    assert pgoutput.decode(b"T" + struct.pack(">IbI", 1, 0, 7)) == pgoutput.Truncate((7,))
-    commit = pgoutput.decode(b"C" + struct.pack(">bQQq", 0, 10, 20, microseconds))
-    assert isinstance(commit, pgoutput.Commit) and (commit.commit_lsn, commit.end_lsn) == (10, 20)
-    assert pgoutput.lsn_text(0x16_B374D848) == "16/B374D848"
-    assert pgoutput.lsn_number("16/B374D848") == 0x16_B374D848
-    with pytest.raises(ValueError, match="unknown message kind"):
-        pgoutput.decode(b"Z")
-
-
-def test_a_captured_table_is_checked_with_the_config() -> None:
-    from hashcdc.config import parse_table_config
-
-    class _Server:
-        port = 5432
-
-    config = _config(_Server(), "orders")
-    table, problems = parse_table_config(config, f"tables/{TABLE}.yml")
-    assert problems == [] and table is not None
-    assert table.source.database is not None and table.source.database.slot == "hashcdc_orders"
-    config["source"] = {**config["source"], "format": "csv"}
-    config["changes"] = {"sequence_by": ["source.lsn"]}
-    _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
-    assert any("lands Debezium envelopes: set format: debezium" in p for p in problems)
-    assert any("sequence_by: [source.commit_lsn, source.lsn]" in p for p in problems)
-    # The snapshot's parallel reads: page ranges of a PostgreSQL table; none for MariaDB.
-    config = _config(_Server(), "orders")
-    config["source"]["database"]["partitions"] = 4
-    assert parse_table_config(config, f"tables/{TABLE}.yml")[1] == []
-    config["source"]["database"].update(kind="mariadb", partition_column="id")
-    _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
-    assert any("read on one connection" in p and "remove partitions" in p for p in problems)
-    assert any("remove partition_column" in p for p in problems)
-
-
 def test_a_dropped_slot_stops_with_the_way_back(
     project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Never silent loss: a slot dropped under the capture stops it, naming what to do."""
-    project.add_table(_config(postgres, orders))
+    project.add_table(captured_config(postgres.port, orders, TABLE))
     root = ["--project-dir", str(project.root)]
     assert main([*root, "capture", "--once", "--date", FIRST]) == 0
     postgres.psql(f"select pg_drop_replication_slot('hashcdc_{orders}')", SOURCE_DATABASE)
@@ -668,7 +556,7 @@ def test_a_keyless_table_and_an_array_column(
         f"insert into public.{keyless} values (1, 'a', '{{x}}')",
         SOURCE_DATABASE,
     )
-    config = _config(postgres, keyless)
+    config = captured_config(postgres.port, keyless, TABLE)
     config["columns"] = [
         {"name": "order_id", "source_name": "id", "type": "int"},
         {"name": "item", "type": "string"},
@@ -694,7 +582,7 @@ def test_a_keyless_table_and_an_array_column(
 def test_a_purged_binary_log_stops_with_the_way_back(
     project: Any, mariadb: Any, maria_orders: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    config = _config(mariadb, maria_orders)
+    config = captured_config(mariadb.port, maria_orders, TABLE)
     config["source"]["database"].update(kind="mariadb", table=maria_orders)
     project.add_table(config)
     root = ["--project-dir", str(project.root)]
@@ -725,7 +613,7 @@ def _schema_changes(project: Any, business_date: str, name: str = TABLE) -> list
 
 
 def _shape_config(source: Any, table: str, kind: str, name: str) -> dict[str, Any]:
-    config = _config(source, table, name)
+    config = captured_config(source.port, table, name)
     config["source"]["database"].update(kind=kind, table=table)
     return config
 
@@ -896,7 +784,7 @@ def test_mariadb_a_value_lands_in_one_form_whichever_path_read_it(
         SOURCE_DATABASE,
     )
     monkeypatch.setenv("SHOP_USER", "hashcdc")
-    config = _config(mariadb, name, name)
+    config = captured_config(mariadb.port, name, name)
     config["source"]["database"].update(kind="mariadb", table=name)
     config["columns"] = [
         {"name": "id", "type": "int", "key": True},

@@ -1,0 +1,91 @@
+"""pgoutput's messages decoded, and a captured table's config checked (no server, no Spark)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from source_configs import captured_config
+
+
+def _text(value: str) -> bytes:
+    return value.encode() + b"\x00"
+
+
+def _tuple(*values: str | None) -> bytes:
+    import struct
+
+    out = struct.pack(">h", len(values))
+    for value in values:
+        if value is None:
+            out += b"n"
+        elif value == "<unchanged>":
+            out += b"u"
+        else:
+            out += b"t" + struct.pack(">i", len(value.encode())) + value.encode()
+    return out
+
+
+TABLE = "captured_orders"
+
+
+def test_pgoutput_messages_decode() -> None:
+    """The protocol's byte layouts, as PostgreSQL documents them, become messages."""
+    import struct
+
+    from hashcdc.capture import pgoutput
+
+    microseconds = 86_400 * 1_000_000  # 2000-01-02 00:00 UTC
+    begin = pgoutput.decode(b"B" + struct.pack(">QqI", 0x16_B374D848, microseconds, 42))
+    assert begin == pgoutput.Begin(
+        0x16_B374D848, dt.datetime(2000, 1, 2, tzinfo=dt.timezone.utc), 42
+    )
+    relation = pgoutput.decode(
+        b"R" + struct.pack(">I", 7) + _text("public") + _text("orders") + b"d"
+        + struct.pack(">h", 2)
+        + struct.pack(">b", 1) + _text("id") + struct.pack(">Ii", 23, -1)
+        + struct.pack(">b", 0) + _text("notes") + struct.pack(">Ii", 25, -1)
+    )  # fmt: skip
+    assert isinstance(relation, pgoutput.Relation)
+    assert relation.qualified_name == "public.orders"
+    assert [(c.name, c.type_oid, c.is_key) for c in relation.columns] == [
+        ("id", 23, True),
+        ("notes", 25, False),
+    ]
+    insert = pgoutput.decode(b"I" + struct.pack(">I", 7) + b"N" + _tuple("1", None))
+    assert insert == pgoutput.RowChange(7, "c", None, ("1", None))
+    key_change = pgoutput.decode(
+        b"U" + struct.pack(">I", 7) + b"K" + _tuple("1", None) + b"N" + _tuple("2", "<unchanged>")
+    )
+    assert key_change == pgoutput.RowChange(7, "u", ("1", None), ("2", pgoutput.UNCHANGED_TOAST))
+    delete = pgoutput.decode(b"D" + struct.pack(">I", 7) + b"K" + _tuple("2", None))
+    assert delete == pgoutput.RowChange(7, "d", ("2", None), None)
+    assert pgoutput.decode(b"T" + struct.pack(">IbI", 1, 0, 7)) == pgoutput.Truncate((7,))
+    commit = pgoutput.decode(b"C" + struct.pack(">bQQq", 0, 10, 20, microseconds))
+    assert isinstance(commit, pgoutput.Commit) and (commit.commit_lsn, commit.end_lsn) == (10, 20)
+    assert pgoutput.lsn_text(0x16_B374D848) == "16/B374D848"
+    assert pgoutput.lsn_number("16/B374D848") == 0x16_B374D848
+    with pytest.raises(ValueError, match="unknown message kind"):
+        pgoutput.decode(b"Z")
+
+
+def test_a_captured_table_is_checked_with_the_config() -> None:
+    from hashcdc.config import parse_table_config
+
+    config = captured_config(5432, "orders", TABLE)
+    table, problems = parse_table_config(config, f"tables/{TABLE}.yml")
+    assert problems == [] and table is not None
+    assert table.source.database is not None and table.source.database.slot == "hashcdc_orders"
+    config["source"] = {**config["source"], "format": "csv"}
+    config["changes"] = {"sequence_by": ["source.lsn"]}
+    _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
+    assert any("lands Debezium envelopes: set format: debezium" in p for p in problems)
+    assert any("sequence_by: [source.commit_lsn, source.lsn]" in p for p in problems)
+    # The snapshot's parallel reads: page ranges of a PostgreSQL table; none for MariaDB.
+    config = captured_config(5432, "orders", TABLE)
+    config["source"]["database"]["partitions"] = 4
+    assert parse_table_config(config, f"tables/{TABLE}.yml")[1] == []
+    config["source"]["database"].update(kind="mariadb", partition_column="id")
+    _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
+    assert any("read on one connection" in p and "remove partitions" in p for p in problems)
+    assert any("remove partition_column" in p for p in problems)

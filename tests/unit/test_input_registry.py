@@ -1,0 +1,40 @@
+"""A registered input format validates in a config and follows its reader (no Spark run)."""
+
+from __future__ import annotations
+
+import pytest
+from json_rows import CONFIG
+
+from hashcdc import inputs
+from hashcdc.config import parse_table_config
+from hashcdc.inputs.base import Reader
+
+
+def test_an_unregistered_format_is_refused_naming_the_registered_ones() -> None:
+    config, problems = parse_table_config(CONFIG, "tables/json_rows_table.yml")
+    assert config is None
+    assert (
+        "tables/json_rows_table.yml: source.format: must be one of csv, parquet, debezium, "
+        "debezium_flat, got 'json_rows'"
+    ) in problems
+
+
+def test_a_registered_format_validates_and_follows_its_reader(
+    json_rows: Reader, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from hashcdc.cli import main
+
+    assert main(["schema"]) == 0  # `hashcdc schema` names it for editors
+    schema = json.loads(capsys.readouterr().out)
+    assert "json_rows" in schema["$defs"]["source"]["properties"]["format"]["enum"]
+    config, problems = parse_table_config(CONFIG, "tables/json_rows_table.yml")
+    assert problems == [] and config is not None
+    assert inputs.reader_for(config.source.format) is json_rows
+    assert "json_rows" in inputs.format_names()
+    assert "json_rows" not in inputs.event_format_names()
+    feed = CONFIG | {"extract_type": "changes", "changes": {"sequence_by": ["id"]}}
+    _, problems = parse_table_config(feed, "tables/json_rows_table.yml")
+    # Not an event format: a feed in it names its operation column, as csv's does.
+    assert any("needs the name of its operation column" in p for p in problems)
