@@ -201,8 +201,8 @@ def json_rows(monkeypatch: pytest.MonkeyPatch) -> Any:
     unregistered after the test."""
     from json_rows import JsonRowsReader
 
-    from hashcdc import inputs
     from hashcdc.config import schema as config_schema
+    from hashcdc.pipeline import inputs
 
     reader = JsonRowsReader()
     monkeypatch.setitem(inputs._READERS, reader.name, reader)

@@ -20,7 +20,7 @@ from typing import Any
 from hashcdc.codegen import generate
 from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.errors import HashcdcError
-from hashcdc.runtime.daily import DateRun, build_dates
+from hashcdc.pipeline.daily import DateRun, build_dates
 from hashcdc.runtime.lock import table_locks
 from hashcdc.runtime.project import (
     find_project_dir,

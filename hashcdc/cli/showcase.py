@@ -10,8 +10,8 @@ import sys
 from hashcdc.cli.daily import ensure_generated, run_log_dir, shown
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
+from hashcdc.pipeline.daily import DateRun, build_dates
 from hashcdc.relations import Relations
-from hashcdc.runtime.daily import DateRun, build_dates
 from hashcdc.runtime.project import (
     find_project_dir,
     spark_session,

@@ -42,7 +42,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_upgrade(args: argparse.Namespace) -> int:
     """Bring an earlier release's tables to the current layout (Delta, INT64 timestamps)."""
     # deferred: Spark's modules load only for the commands that use them
-    from hashcdc.state.upgrade import upgrade_states
+    from hashcdc.pipeline.evolution.upgrade import upgrade_states
 
     project_dir = find_project_dir(args.project_dir)
     configs = load_table_configs(project_dir / "tables")
@@ -64,9 +64,9 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 def cmd_compact(args: argparse.Namespace) -> int:
     """Compact the states and histories (OPTIMIZE); drop the files of versions not kept."""
     # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.pipeline.evolution.upgrade import history_tables, state_tables
     from hashcdc.state.audit import project_var
     from hashcdc.state.maintenance import compact
-    from hashcdc.state.upgrade import history_tables, state_tables
 
     project_dir = find_project_dir(args.project_dir)
     configs = load_table_configs(project_dir / "tables")

@@ -9,7 +9,7 @@ here; ``jsonschema`` checks a config against it, with the input formats declared
 The config is at the bottom of the package: it imports neither the readers nor the
 registries. The formats it accepts are the schema file's (written from the readers by
 ``python -m hashcdc.registries``), and a reader registered at run time (a plugin, a test)
-declares its own with :func:`declare_format` (``hashcdc.inputs.register`` does).
+declares its own with :func:`declare_format` (``hashcdc.pipeline.inputs.register`` does).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A table's extract for a business date: where it lands, its files, whether they are text.
 
-How the files become rows is their format's reader's work (:mod:`hashcdc.inputs`): every
+How the files become rows is their format's reader's work (:mod:`hashcdc.pipeline.inputs`): every
 value is read as text (casting is :mod:`hashcdc.pipeline.casting`'s work), and each row keeps where
 it came from (file, split, an id growing within the split: :func:`position_columns`),
 from which line numbers are derived for rejected rows only. Files are listed through

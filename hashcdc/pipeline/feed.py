@@ -1,7 +1,7 @@
 """The change-event stage: one row per event of a table's change feed for a business date.
 
 Called through :func:`hashcdc.pipeline.stage.typecast_and_hash` for ``extract_type: changes``, with
-the raw events (still text) its format's reader gives (:mod:`hashcdc.inputs`). Events
+the raw events (still text) its format's reader gives (:mod:`hashcdc.pipeline.inputs`). Events
 arrive as
 
 * ``debezium``: JSON lines, each a Debezium envelope (``before``, ``after``, ``op``,
@@ -27,7 +27,7 @@ event.
 
 Over 400 lines: the events' typing, identity, order and what earlier dates applied
 (:class:`PriorSnapshot`) are one stage built in one plan, sharing the raw events' columns;
-reading the formats is :mod:`hashcdc.inputs`', applying the events the state macros'.
+reading the formats is :mod:`hashcdc.pipeline.inputs`', applying the events the state macros'.
 """
 
 from __future__ import annotations
@@ -49,16 +49,6 @@ from hashcdc.config import (
     TableConfig,
 )
 from hashcdc.errors import InputDataError
-from hashcdc.inputs import table_reader
-from hashcdc.inputs.events import (
-    BEFORE_PREFIX,
-    EVENT_TIME_RAW,
-    LOGICAL_PREFIX,
-    OPERATION_RAW_COLUMN,
-    SCALE_PREFIX,
-    SEQUENCE_PREFIX,
-    TOMBSTONE_COLUMN,
-)
 from hashcdc.pipeline.casting import (
     column_message,
     is_unavailable,
@@ -84,6 +74,16 @@ from hashcdc.pipeline.hashing import (
     row_hashes,
     typed_row_hash,
     with_hashes,
+)
+from hashcdc.pipeline.inputs import table_reader
+from hashcdc.pipeline.inputs.events import (
+    BEFORE_PREFIX,
+    EVENT_TIME_RAW,
+    LOGICAL_PREFIX,
+    OPERATION_RAW_COLUMN,
+    SCALE_PREFIX,
+    SEQUENCE_PREFIX,
+    TOMBSTONE_COLUMN,
 )
 from hashcdc.state.versions import applied_versions, version_before
 

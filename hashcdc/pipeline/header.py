@@ -1,6 +1,6 @@
 """The extract's columns against the table config: the comparison, the message, the fix.
 
-Each input format's reader (:mod:`hashcdc.inputs`) reads its files' column names (a CSV
+Each input format's reader (:mod:`hashcdc.pipeline.inputs`) reads its files' column names (a CSV
 header, parquet's schema, the fields of JSON events) and asks this module what differs,
 what type a new column's values suggest, and for the one message that refuses a date's
 extract with the YAML lines that would load the new columns.

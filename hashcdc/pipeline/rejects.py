@@ -13,7 +13,6 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
 from hashcdc.dates import parse_business_date
-from hashcdc.inputs import table_reader
 from hashcdc.pipeline.casting import SENSITIVE_LINE_MASK
 from hashcdc.pipeline.columns import (
     BLOCK_START,
@@ -25,6 +24,7 @@ from hashcdc.pipeline.columns import (
     SOURCE_FILE,
 )
 from hashcdc.pipeline.extract import extract_files
+from hashcdc.pipeline.inputs import table_reader
 
 
 def with_row_numbers(

@@ -1,12 +1,13 @@
 """The typecast-and-hash stage: one pass over a table's extract for one business date.
 
 Called by the generated dbt Python model ``stg_<table>``. A business date flows one way:
-the extract is found (:mod:`hashcdc.pipeline.extract`), checked and read as text by its format's
-reader (:mod:`hashcdc.inputs`), each configured column is cast to its type with ``try_cast``
-(:mod:`hashcdc.pipeline.casting`: a bad value never raises mid-job), each row records why it
-cannot be loaded (``_row_errors``; with ``duplicates_keep_last_by`` also superseded
-duplicates), and ``keyhash`` and ``nonkeyhash`` are computed (:mod:`hashcdc.pipeline.hashing`).
-Change feeds take the event path (:mod:`hashcdc.pipeline.feed`). All per-row work is native Spark.
+the extract is found (:mod:`hashcdc.pipeline.extract`), checked and read as text by its
+format's reader (:mod:`hashcdc.pipeline.inputs`), each configured column is cast to its
+type with ``try_cast`` (:mod:`hashcdc.pipeline.casting`: a bad value never raises mid-job),
+each row records why it cannot be loaded (``_row_errors``; with
+``duplicates_keep_last_by`` also superseded duplicates), and ``keyhash`` and
+``nonkeyhash`` are computed (:mod:`hashcdc.pipeline.hashing`). Change feeds take the event
+path (:mod:`hashcdc.pipeline.feed`). All per-row work is native Spark.
 
 The stage is not written: it is kept in the Spark session for the models after it
 (:mod:`hashcdc.pipeline.session_stage`). Once it is computed,
@@ -23,7 +24,6 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
 from hashcdc.dates import parse_business_date
-from hashcdc.inputs import table_reader
 from hashcdc.pipeline.casting import (
     column_failed,
     column_message,
@@ -43,10 +43,11 @@ from hashcdc.pipeline.columns import (
     SOURCE_FILE,
 )
 from hashcdc.pipeline.evolution.tables import evolve_tables, infer_additions, record_additions
+from hashcdc.pipeline.evolution.upgrade import upgrade_states
 from hashcdc.pipeline.extract import extract_files
 from hashcdc.pipeline.feed import PriorSnapshot, typed_events
 from hashcdc.pipeline.hashing import row_hashes, with_hashes
-from hashcdc.state.upgrade import upgrade_states
+from hashcdc.pipeline.inputs import table_reader
 
 
 def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:

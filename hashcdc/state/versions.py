@@ -157,7 +157,7 @@ def applied_versions(spark: Any, table: str) -> list[DateVersion]:
     left out: their versions' files are gone.
     """
     if not is_delta(spark, table):
-        return []  # a parquet state of an earlier release (hashcdc.state.upgrade converts it)
+        return []  # a parquet state of an earlier release (pipeline.evolution.upgrade converts it)
     rows = spark.sql(f"describe history {table}").collect()
     applied = applied_from_history([row.asDict() for row in rows])
     kept_since = table_properties(spark, table).get(KEPT_SINCE_PROPERTY)

@@ -12,7 +12,7 @@ from typing import Any
 
 from json_rows import CONFIG
 
-from hashcdc.inputs.base import Reader
+from hashcdc.pipeline.inputs.base import Reader
 
 
 def test_a_registered_format_runs_end_to_end(project: Any, json_rows: Reader) -> None:

@@ -191,7 +191,7 @@ def test_the_lake_reads_the_same_in_duckdb_polars_and_delta_rs(project: Any, cap
     DuckDB, polars and delta-rs — in a process without Spark — read current, history and
     the state and history as of every date as `hashcdc query` does."""
     from hashcdc.pipeline.evolution.tables import rewrite_parquet
-    from hashcdc.state.upgrade import _is_int96
+    from hashcdc.pipeline.evolution.upgrade import _is_int96
 
     name = "lake"
     project.add_table(

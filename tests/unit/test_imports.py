@@ -124,6 +124,23 @@ def test_the_package_has_no_import_cycle() -> None:
     assert cycles(arrows) == []
 
 
+def wing(module: str) -> str:
+    """The wing (subpackage) or top-level module of the package a module is part of."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def test_the_wings_import_one_way() -> None:
+    """Between wings (pipeline, runtime, state, codegen, config, capture, …) too."""
+    arrows, _ = graph()
+    between: dict[str, set[str]] = {}
+    for module, reached in arrows.items():
+        between.setdefault(wing(module), set()).update(
+            wing(target) for target in reached if wing(target) != wing(module)
+        )
+    assert cycles(between) == []
+
+
 def test_an_import_inside_a_function_says_why() -> None:
     """An import inside a function hides an arrow: allowed where a comment says why
     (``# deferred: …`` on its line or above its block of imports: start-up cost, an

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from json_rows import CONFIG
 
-from hashcdc import inputs
 from hashcdc.config import parse_table_config
-from hashcdc.inputs.base import Reader
+from hashcdc.pipeline import inputs
+from hashcdc.pipeline.inputs.base import Reader
 
 
 def test_an_unregistered_format_is_refused_naming_the_registered_ones() -> None:

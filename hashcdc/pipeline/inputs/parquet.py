@@ -9,7 +9,6 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.column_types import normalize_type
 from hashcdc.config import TableConfig
-from hashcdc.inputs.base import Reader
 from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
 from hashcdc.pipeline.header import (
     expected_fields,
@@ -17,6 +16,7 @@ from hashcdc.pipeline.header import (
     refuse_other_columns,
     unexpected_columns,
 )
+from hashcdc.pipeline.inputs.base import Reader
 
 
 class ParquetReader(Reader):

@@ -1,6 +1,6 @@
 """Input formats: a reader per ``source.format``, the one place that knows the format.
 
-Each module of this package defines a :class:`~hashcdc.inputs.base.Reader` subclass per
+Each module of this package defines a :class:`~hashcdc.pipeline.inputs.base.Reader` subclass per
 format it reads (its name, options, file and header checks, how its files become rows of
 text or raw change events, how a rejected row is numbered); the pipeline asks
 :func:`reader_for` and never switches on the format. Modules here are imported when the
@@ -15,7 +15,7 @@ import pkgutil
 from typing import TYPE_CHECKING
 
 from hashcdc.config.schema import declare_format
-from hashcdc.inputs.base import Reader
+from hashcdc.pipeline.inputs.base import Reader
 
 if TYPE_CHECKING:
     from hashcdc.config import TableConfig

@@ -20,16 +20,6 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from hashcdc.column_types import column_type
 from hashcdc.config import ColumnConfig, SequenceField, TableConfig
 from hashcdc.errors import InputDataError
-from hashcdc.inputs.base import Reader
-from hashcdc.inputs.events import (
-    BEFORE_PREFIX,
-    EVENT_TIME_RAW,
-    LOGICAL_PREFIX,
-    OPERATION_RAW_COLUMN,
-    SCALE_PREFIX,
-    SEQUENCE_PREFIX,
-    TOMBSTONE_COLUMN,
-)
 from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
 from hashcdc.pipeline.evolution.schema_changes import (
     SCHEMA_FILE_PREFIX,
@@ -38,6 +28,16 @@ from hashcdc.pipeline.evolution.schema_changes import (
 )
 from hashcdc.pipeline.extract import LINE_COLUMN, read_event_lines
 from hashcdc.pipeline.header import SAMPLE_ROWS, inferred_type, new_columns_suggestion
+from hashcdc.pipeline.inputs.base import Reader
+from hashcdc.pipeline.inputs.events import (
+    BEFORE_PREFIX,
+    EVENT_TIME_RAW,
+    LOGICAL_PREFIX,
+    OPERATION_RAW_COLUMN,
+    SCALE_PREFIX,
+    SEQUENCE_PREFIX,
+    TOMBSTONE_COLUMN,
+)
 from hashcdc.runtime.hadoop import HadoopFiles
 
 # A JSON line parsed, its envelope (the line or its schema wrapper's payload) and the

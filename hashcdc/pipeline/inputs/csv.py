@@ -15,7 +15,6 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from pyspark.sql.types import StringType, StructField, StructType
 
 from hashcdc.config import TableConfig
-from hashcdc.inputs.base import Reader
 from hashcdc.pipeline.columns import CORRUPT_RECORD
 from hashcdc.pipeline.extract import position_columns
 from hashcdc.pipeline.header import (
@@ -26,6 +25,7 @@ from hashcdc.pipeline.header import (
     refuse_other_columns,
     unexpected_columns,
 )
+from hashcdc.pipeline.inputs.base import Reader
 from hashcdc.runtime.hadoop import HadoopFiles
 
 # Spark's CSV reader reports an unquoted empty field as its nullValue and a quoted empty

@@ -1,7 +1,7 @@
 """What every input format's reader offers the pipeline (:class:`Reader`).
 
 The stage, the rejects, the checks and the change-feed path ask a table's reader
-(:func:`hashcdc.inputs.reader_for`) instead of switching on ``source.format``: how its
+(:func:`hashcdc.pipeline.inputs.reader_for`) instead of switching on ``source.format``: how its
 files are checked before anything is read, how they become rows of text (or raw change
 events), and how a rejected row's position becomes a row and a line number.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from hashcdc.inputs.events import raw_table_events
 from hashcdc.pipeline.extract import refuse_files_not_text
+from hashcdc.pipeline.inputs.events import raw_table_events
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
