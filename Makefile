@@ -15,7 +15,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install class-archive test-services demo test test-unit lint check clean
 
-install: $(VENV)/.installed $(READERS)/.installed jars/.fetched class-archive
+install: $(VENV)/.installed $(READERS)/.installed jars/.fetched class-archive integration_tests/dbt_packages
 
 # An apt-get install that refreshes the package lists first when they are stale or empty.
 APT_INSTALL = $(SUDO) apt-get install -y -q $(1) || ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q $(1))
@@ -46,13 +46,19 @@ jars/.fetched: hashcdc/runtime/jars.py $(VENV)/.installed
 	$(BIN)/python -m hashcdc.runtime.jars
 	touch $@
 
+# The demo's project (integration_tests/) installs hashcdc's dbt half, this checkout's
+# root, as a package: `dbt deps` links it (hashcdc/runtime/scaffold.py).
+integration_tests/dbt_packages: integration_tests/packages.yml $(VENV)/.installed
+	$(BIN)/dbt deps --project-dir integration_tests --quiet
+	touch $@
+
 # The driver JVM's class archive (hashcdc/runtime/class_archive.py): Spark starts in about half
 # the time. Built once per JVM and jar set (a minute or two); a no-op when up to date.
 class-archive: jars/.fetched
 	$(BIN)/python -m hashcdc.runtime.class_archive
 
 demo: install
-	$(BIN)/hashcdc demo
+	$(BIN)/hashcdc --project-dir integration_tests demo
 
 test: install test-services
 	$(BIN)/pytest
@@ -65,9 +71,11 @@ lint: install
 	$(BIN)/ruff check hashcdc tests python_models
 	$(BIN)/ruff format --check hashcdc tests python_models
 	$(BIN)/hashcdc generate --check
-	rm -rf target/lint && $(LINT_ENV) $(BIN)/sqlfluff lint models
+	$(BIN)/hashcdc --project-dir integration_tests generate --check
+	rm -rf target/lint && $(LINT_ENV) $(BIN)/sqlfluff lint integration_tests/models
 
 check: test lint
 
 clean:
 	rm -rf target warehouse metastore_db landing bench_output jars
+	cd integration_tests && rm -rf target warehouse metastore_db landing dbt_packages logs

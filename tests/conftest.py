@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import shutil
 import signal
 import sys
 import time
@@ -138,13 +139,36 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 @pytest.fixture(scope="session")
 def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The warehouse and metastore every test shares (one SparkSession for the run)."""
-    from hashcdc.runtime.scratch import scratch_project
+    """The warehouse and metastore every test shares (one SparkSession for the run).
+
+    The folder is a project made by ``hashcdc new`` (the package from this checkout,
+    installed by ``dbt deps``): each test's project is a copy of its files.
+    """
+    from hashcdc.runtime.scaffold import scratch_project
 
     root = tmp_path_factory.mktemp("hashcdc_session")
     os.environ.update(scratch_project(REPO, root))
     os.environ.update({"HASHCDC_LOCAL_MASTER": "local[2]", "HASHCDC_SHUFFLE_PARTITIONS": "2"})
     return root
+
+
+# A new project's own files, which a test's project copies from the session's.
+PROJECT_FILES = ("dbt_project.yml", "packages.yml", "package-lock.yml", "profiles", "dbt_packages")
+
+
+def copy_project(made: Path, root: Path) -> None:
+    """A project like ``made`` (its files, the installed package), without its data."""
+    from hashcdc.runtime.scaffold import PROJECT_FOLDERS
+
+    root.mkdir(exist_ok=True)
+    for item in PROJECT_FILES:
+        origin = made / item
+        if origin.is_dir():
+            shutil.copytree(origin, root / item, symlinks=True)
+        else:
+            shutil.copy(origin, root / item)
+    for folder in PROJECT_FOLDERS:
+        (root / folder).mkdir(exist_ok=True)
 
 
 _schema_numbers = itertools.count(1)
@@ -159,11 +183,8 @@ def project(session_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     (``show table extended``, about 5 ms a relation, at every dbt command) from growing
     with every test that ran before it.
     """
-    from hashcdc.runtime.scratch import scratch_project
-
     root = tmp_path / "project"
-    root.mkdir()
-    scratch_project(REPO, root)  # the files only: the environment stays the session's
+    copy_project(session_root, root)  # the files only: the environment stays the session's
     schema = f"hashcdc_t{next(_schema_numbers):03d}"
     monkeypatch.setenv("HASHCDC_SCHEMA", schema)
     os.chdir(root)

@@ -45,7 +45,7 @@ from hashcdc.capture.pgoutput import lsn_text
 from hashcdc.capture.sources import SourceDatabase, source_for
 from hashcdc.codegen import generate
 from hashcdc.config import TableConfig, load_table_configs
-from hashcdc.runtime.scratch import scratch_project
+from hashcdc.runtime.scaffold import scratch_project
 
 BENCH_TABLE = "hashcdc_bench_events"
 BATCH_ROWS = 1_000

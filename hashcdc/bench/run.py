@@ -53,7 +53,7 @@ from hashcdc.runtime.project import (
     spark_session,
     table_selector,
 )
-from hashcdc.runtime.scratch import scratch_project
+from hashcdc.runtime.scaffold import scratch_project
 from hashcdc.state.maintenance import compact
 
 DATES = ("2019-06-18", "2019-06-19", "2019-06-20")

@@ -16,6 +16,7 @@ from hashcdc.cli.configs import (
     cmd_docs,
     cmd_generate,
     cmd_init,
+    cmd_new,
     cmd_schema,
     cmd_validate,
 )
@@ -35,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "status": cmd_status,
         "drop": cmd_drop,
         "init": cmd_init,
+        "new": cmd_new,
         "report": cmd_report,
         "docs": cmd_docs,
         "schema": cmd_schema,

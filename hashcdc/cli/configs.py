@@ -82,6 +82,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     return status
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    """Create a project in PATH: its folders, profiles, vars and packages.yml; dbt deps."""
+    # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.runtime.scaffold import new_project
+
+    new_project(args.path, args.package, args.name)
+    print(f"created the hashcdc project {shown(args.path)} (hashcdc's macros and tests from "
+          "packages.yml, installed by dbt deps)")  # fmt: skip
+    print(
+        f"next: cd {shown(args.path)}; `hashcdc init NAME --sample FILE` (or write "
+        "tables/NAME.yml), `hashcdc generate`, then `hashcdc run --date YYYY-MM-DD`; "
+        "or `hashcdc demo`"
+    )
+    return 0
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     """Write tables/NAME.yml from a sample extract; the user marks the keys."""
     # deferred: Spark's modules load only for the commands that use them

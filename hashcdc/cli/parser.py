@@ -58,6 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
     drop.add_argument("--yes", action="store_true", help="drop the data without asking")
     drop.add_argument("--keep-data", action="store_true", help="keep the tables and views")
     drop.add_argument("--target", help="profile target (default: local)")
+    new = sub.add_parser(
+        "new", help="create a project anywhere, with hashcdc's dbt half installed as a package"
+    )
+    new.add_argument("path", type=Path, help="the project's folder (created)")
+    new.add_argument(
+        "--package",
+        help="the hashcdc dbt package: a checkout's path or a git URL (default: this one's)",
+    )
+    new.add_argument("--name", help="the dbt project's name (default: the folder's)")
     init = sub.add_parser("init", help="write tables/NAME.yml from a sample extract")
     init.add_argument("name")
     init.add_argument("--sample", required=True, type=Path, help="a CSV or parquet extract")

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from hashcdc.cli.daily import ensure_generated, run_log_dir, shown
+from hashcdc.cli.daily import run_log_dir, shown
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
 from hashcdc.pipeline.daily import DateRun, build_dates
@@ -76,9 +76,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         expected_counts_seed="demo_expected_counts",
     )
     datagen.generate_extracts(spark, options, project_dir)
-    ensure_generated(project_dir, [DEMO_TABLE])
+    # Its models, as `hashcdc generate` writes them (a new project has none yet).
+    tables = load_table_configs(project_dir / "tables")
+    generate.write(project_dir, tables)
     # The demo replays its dates from the start: forget earlier demo runs.
-    demo_table = next(t for t in load_table_configs(project_dir / "tables") if t.name == DEMO_TABLE)
+    demo_table = next(t for t in tables if t.name == DEMO_TABLE)
     for relation, is_view in generate.relations(demo_table):
         spark.sql(f"drop {'view' if is_view else 'table'} if exists {relation}")
     counts_sql = (

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from hashcdc.runtime.jars import RUNTIME_JARS, jars_dir
-from hashcdc.runtime.scratch import scratch_project
+from hashcdc.runtime.scaffold import scratch_project
 
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 # The JVM writes the archive at exit when this is set (the training run only).

@@ -1,9 +1,4 @@
 {% macro record_cdc_runs(results) %}
-    {{ return(adapter.dispatch('record_cdc_runs', 'hashcdc')(results)) }}
-{% endmacro %}
-
-
-{% macro default__record_cdc_runs(results) %}
     {#- On-run-end hook: append one cdc_runs row per table whose state model was part of
         this run (built, failed or skipped). Other commands (docs generate, compile, test)
         write nothing; an invocation's rows are written once, in a partition of their own. -#}

@@ -1,10 +1,4 @@
 {% macro cdc_feed_state(incoming, table_name, columns, keyless=false, hash_column='nonkeyhash', shape_changes={}) %}
-    {{ return(adapter.dispatch('cdc_feed_state', 'hashcdc')(
-        incoming, table_name, columns, keyless, hash_column, shape_changes)) }}
-{% endmacro %}
-
-
-{% macro default__cdc_feed_state(incoming, table_name, columns, keyless, hash_column, shape_changes) %}
 {#- The rows a date's change events write to the state (merged by hashcdc.merge_state):
     the events not applied before (the stage's is_new_event), in sequence order, net per
     key, compared with the previous state; the keys they touch (I, U, D, and N: supplied
@@ -171,11 +165,6 @@ select * from final
 
 
 {% macro feed_net_key_events(columns, keyless=false) %}
-    {{ return(adapter.dispatch('feed_net_key_events', 'hashcdc')(columns, keyless)) }}
-{% endmacro %}
-
-
-{% macro default__feed_net_key_events(columns, keyless) %}
 {#- CTEs last_truncate, key_events, key_events_after_truncate, (with a key)
     ranked_key_events and net_key_events: the applied events (CTE applied_events) as the
     net change of each key, after the date's latest truncate. -#}
@@ -265,11 +254,6 @@ net_key_events as (
 
 
 {% macro feed_watermark_bookkeeping() %}
-    {{ return(adapter.dispatch('feed_watermark_bookkeeping', 'hashcdc')()) }}
-{% endmacro %}
-
-
-{% macro default__feed_watermark_bookkeeping() %}
 {#- CTEs watermark, applied_at_watermark, left_behind and bookkeeping: the W row (the
     watermark and the date's counts, from CTE operation_counts), an A row per event applied
     at the watermark's position, an 'a' row per earlier A row the watermark has left
@@ -334,12 +318,6 @@ bookkeeping as (
 
 
 {% macro feed_applied_events(incoming, state, previous, columns, hash_column='nonkeyhash') %}
-    {{ return(adapter.dispatch('feed_applied_events', 'hashcdc')(
-        incoming, state, previous, columns, hash_column)) }}
-{% endmacro %}
-
-
-{% macro default__feed_applied_events(incoming, state, previous, columns, hash_column) %}
 {#- CTEs previous_watermark, previous_applied, delivered_events and applied_events: the
     date's loaded events that no earlier date applied (is_new_event, decided by the stage
     against the previous snapshot's W and A rows), each once (a file delivered twice, or an
@@ -381,11 +359,6 @@ applied_events as (
 
 
 {% macro feed_events_history(incoming, state, columns) %}
-    {{ return(adapter.dispatch('feed_events_history', 'hashcdc')(incoming, state, columns)) }}
-{% endmacro %}
-
-
-{% macro default__feed_events_history(incoming, state, columns) %}
 {#- Audit history: every event applied on the business date, with its sequence. -#}
 {%- set business_date = hashcdc.business_date() -%}
 {%- set previous = hashcdc.previous_state(state, business_date) -%}

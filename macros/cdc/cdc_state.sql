@@ -1,11 +1,4 @@
 {% macro cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction=0.5, hash_column='nonkeyhash', shape_changes={}) %}
-    {{ return(adapter.dispatch('cdc_state', 'hashcdc')(
-        incoming, table_name, extract_type, columns, max_delete_fraction, hash_column,
-        shape_changes)) }}
-{% endmacro %}
-
-
-{% macro default__cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction, hash_column, shape_changes) %}
 {%- if extract_type not in ('full', 'delta') -%}
     {{ exceptions.raise_compiler_error(
         "cdc_state: extract_type must be 'full' or 'delta' (change feeds use cdc_feed_state), got '"

@@ -1,10 +1,4 @@
 {% macro only_shape_differs(incoming_row, shape_changes, business_date) %}
-    {{ return(adapter.dispatch('only_shape_differs', 'hashcdc')(
-        incoming_row, shape_changes, business_date)) }}
-{% endmacro %}
-
-
-{% macro default__only_shape_differs(incoming_row, shape_changes, business_date) %}
 {#- A condition on a compared pair of rows (`incoming_row` and `previous_row` structs, and
     `previous_seen_date`, the date the previous version's values were last supplied): true
     when they are equal on every compared column both versions carry. A column added on

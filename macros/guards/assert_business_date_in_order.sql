@@ -1,9 +1,4 @@
 {% macro assert_business_date_in_order(state, business_date, table_name) %}
-    {{ return(adapter.dispatch('assert_business_date_in_order', 'hashcdc')(state, business_date, table_name)) }}
-{% endmacro %}
-
-
-{% macro default__assert_business_date_in_order(state, business_date, table_name) %}
     {%- if not hashcdc._is_writing_command() or hashcdc.is_replay() -%}
         {{ return(none) }}
     {%- endif -%}

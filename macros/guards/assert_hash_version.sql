@@ -1,9 +1,4 @@
 {% macro assert_hash_version(state, table_name) %}
-    {{ return(adapter.dispatch('assert_hash_version', 'hashcdc')(state, table_name)) }}
-{% endmacro %}
-
-
-{% macro default__assert_hash_version(state, table_name) %}
     {#- The state's hashes must come from the algorithm the stage uses now, or every row would
         compare as changed. The generated state model sets the version as a table property. -#}
     {%- if not execute -%}

@@ -1,10 +1,4 @@
 {% macro assert_no_mass_delete(counts, table_name, business_date, max_delete_fraction) %}
-    {{ return(adapter.dispatch('assert_no_mass_delete', 'hashcdc')(
-        counts, table_name, business_date, max_delete_fraction)) }}
-{% endmacro %}
-
-
-{% macro default__assert_no_mass_delete(counts, table_name, business_date, max_delete_fraction) %}
     {#- A truncated or empty full extract must not wipe a table: the W row's counts, or the
         date's refusal when they delete more than max_delete_fraction of the previous state.
         Spark raises the error while the merge computes its source, before anything is

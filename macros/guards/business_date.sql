@@ -1,8 +1,3 @@
-{% macro business_date() %}
-    {{ return(adapter.dispatch('business_date', 'hashcdc')()) }}
-{% endmacro %}
-
-
 {% macro requested_business_date() %}
     {#- The date given, as text, or none. A var wins (`dbt build --vars`); else the
         environment's date (`hashcdc run`), read at run time so that a new date does not
@@ -15,7 +10,7 @@
 {% endmacro %}
 
 
-{% macro default__business_date() %}
+{% macro business_date() %}
     {%- set value = hashcdc.requested_business_date() -%}
     {%- if value is none -%}
         {#- compile, docs generate, ls…: render with a placeholder date instead of failing. -#}

@@ -1,9 +1,4 @@
 {% macro delete_expired_dates(relation, retention_days) %}
-    {{ return(adapter.dispatch('delete_expired_dates', 'hashcdc')(relation, retention_days)) }}
-{% endmacro %}
-
-
-{% macro default__delete_expired_dates(relation, retention_days) %}
     {#- Post-hook of a Delta history: delete the dates older than `retention_days` days
         before the date being run, in one commit (a partition's files are dropped, none
         rewritten). Counted from the business date, as drop_expired_partitions; the

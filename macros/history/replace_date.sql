@@ -1,9 +1,4 @@
 {% macro replace_date(target, source) %}
-    {{ return(adapter.dispatch('replace_date', 'hashcdc')(target, source)) }}
-{% endmacro %}
-
-
-{% macro default__replace_date(target, source) %}
 {#- Replace the business date's rows of a Delta history with the date's rows, in one
     commit: a rerun or a replay that yields fewer rows (or none) leaves none of the old
     ones, and a reader sees the date's old rows or its new ones, never a mix. Columns go

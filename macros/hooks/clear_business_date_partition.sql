@@ -1,9 +1,4 @@
 {% macro clear_business_date_partition(relation) %}
-    {{ return(adapter.dispatch('clear_business_date_partition', 'hashcdc')(relation)) }}
-{% endmacro %}
-
-
-{% macro default__clear_business_date_partition(relation) %}
     {#- Pre-hook: drop the date's partition before it is rewritten, so that a re-run (or a
         replay) that produces no rows for the date leaves none behind; insert overwrite
         alone only replaces partitions that receive rows. -#}

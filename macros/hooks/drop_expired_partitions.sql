@@ -1,9 +1,4 @@
 {% macro drop_expired_partitions(relation, retention_days) %}
-    {{ return(adapter.dispatch('drop_expired_partitions', 'hashcdc')(relation, retention_days)) }}
-{% endmacro %}
-
-
-{% macro default__drop_expired_partitions(relation, retention_days) %}
     {#- Post-hook: drop the business-date partitions older than `retention_days` days before
         the date being run. Counted from the business date, not the clock, so that a replay
         or a late run keeps what the original run kept. -#}

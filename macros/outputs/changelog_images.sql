@@ -1,9 +1,4 @@
 {% macro changelog_images(state, columns) %}
-    {{ return(adapter.dispatch('changelog_images', 'hashcdc')(state, columns)) }}
-{% endmacro %}
-
-
-{% macro default__changelog_images(state, columns) %}
 {#- Each change of the business date with its before and after images and the columns
     that differ, from the change data feed of the state's commit for the date: the before
     image of an update is its preimage there, a delete's before image is its D row. -#}

@@ -1,10 +1,4 @@
 {% macro current_state(state, columns, counted=false, untouched_operation='N') %}
-    {{ return(adapter.dispatch('current_state', 'hashcdc')(
-        state, columns, counted, untouched_operation)) }}
-{% endmacro %}
-
-
-{% macro default__current_state(state, columns, counted, untouched_operation) %}
 {#- The state's rows, each with the operation of the latest date: the one it was written
     with on that date (the W row's), else `untouched_operation` (N for a full extract, X for
     a delta or a feed: not supplied). counted: a table without a key keeps identical rows

@@ -1,9 +1,4 @@
 {% macro history_changes(state, columns, extra_columns=[]) %}
-    {{ return(adapter.dispatch('history_changes', 'hashcdc')(state, columns, extra_columns)) }}
-{% endmacro %}
-
-
-{% macro default__history_changes(state, columns, extra_columns) %}
 {#- The net changes of the business date: the I, U and D rows of the state's commit for
     the date, read from its change data feed. extra_columns: change feeds also keep the
     sequence of the last event applied (and copies, without a key). -#}

@@ -1,9 +1,4 @@
 {% macro scd2_versions(history, columns, audit=false) %}
-    {{ return(adapter.dispatch('scd2_versions', 'hashcdc')(history, columns, audit)) }}
-{% endmacro %}
-
-
-{% macro default__scd2_versions(history, columns, audit) %}
 {#- Every version of every key from the history, with explicit validity: a version is
     valid from its business date until the next change of its key. A delete is a version
     of its own (is_deleted), valid until the key is inserted again. audit: the history of

@@ -1,17 +1,3 @@
-{% macro hashcdc__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates) %}
-    {#- dbt-spark's `merge` strategy, for the state models (config hashcdc_state=true):
-        merge_state; for the histories (hashcdc_history=true): replace_date; any other
-        merge model gets dbt-spark's own. -#}
-    {%- if config.get('hashcdc_state') -%}
-        {{ return(hashcdc.merge_state(target, source)) }}
-    {%- endif -%}
-    {%- if config.get('hashcdc_history') -%}
-        {{ return(hashcdc.replace_date(target, source)) }}
-    {%- endif -%}
-    {{ return(spark__get_merge_sql(target, source, unique_key, dest_columns, incremental_predicates)) }}
-{% endmacro %}
-
-
 {% macro merge_state(target, source) %}
 {#- Apply a date's rows (cdc_state, cdc_feed_state) to the state in one commit. Data rows
     match by keyhash, bookkeeping rows (W, and a feed's A rows by event id) among

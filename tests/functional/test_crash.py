@@ -59,7 +59,7 @@ def crash_project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
 
     from hashcdc.codegen import generate
     from hashcdc.config import load_table_configs
-    from hashcdc.runtime.scratch import scratch_project
+    from hashcdc.runtime.scaffold import scratch_project
 
     root = tmp_path_factory.mktemp("crash_project")
     env = {**os.environ, **scratch_project(REPO, root)}

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hashcdc.runtime.scratch import scratch_project
+from hashcdc.runtime.scaffold import scratch_project
 
 REPO = Path(__file__).resolve().parents[2]
 # A query that keeps the first command busy for a while (seconds, on 2 cores).

@@ -373,7 +373,10 @@ def test_the_schema_is_published_and_describes_the_repository_tables(capsys) -> 
     assert main(["schema"]) == 0
     assert json.loads(capsys.readouterr().out) == SCHEMA == json.loads(SCHEMA_FILE.read_text())
     jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    for path in sorted(Path(__file__).resolve().parents[2].glob("tables/*.yml")):
+    checkout = Path(__file__).resolve().parents[2]
+    for path in sorted(
+        [*checkout.glob("tables/*.yml"), *checkout.glob("integration_tests/tables/*.yml")]
+    ):
         jsonschema.validate(yaml.safe_load(path.read_text()), SCHEMA)
     for text in (ARTICLE_STYLE, FEED, ORACLE_FEED):
         jsonschema.validate(yaml.safe_load(text), SCHEMA)

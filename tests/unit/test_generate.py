@@ -81,7 +81,9 @@ def test_validate_exits_non_zero_with_every_problem(tmp_path: Path, capsys) -> N
 
 
 def test_repository_models_match_its_tables() -> None:
-    assert generate.check(REPO, load_table_configs(REPO / "tables")) == []
+    """The checkout's projects: the package's root (no table) and the demo's."""
+    for project in (REPO, REPO / "integration_tests"):
+        assert generate.check(project, load_table_configs(project / "tables")) == [], project
 
 
 def test_change_feeds_get_thin_feed_models(tmp_path: Path) -> None:
