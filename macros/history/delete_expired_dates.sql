@@ -6,9 +6,6 @@
     {%- if not execute or hashcdc.is_replay() -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set oldest_kept = (
-        modules.datetime.date.fromisoformat(hashcdc.business_date())
-        - modules.datetime.timedelta(days=retention_days | int)
-    ).isoformat() -%}
+    {%- set oldest_kept = hashcdc.oldest_kept_date(retention_days) -%}
     {{ return("delete from " ~ relation ~ " where business_date < date'" ~ oldest_kept ~ "'") }}
 {% endmacro %}

@@ -5,10 +5,7 @@
     {%- if not execute or hashcdc.is_replay() -%}
         {{ return('') }}
     {%- endif -%}
-    {%- set oldest_kept = (
-        modules.datetime.date.fromisoformat(hashcdc.business_date())
-        - modules.datetime.timedelta(days=retention_days | int)
-    ).isoformat() -%}
+    {%- set oldest_kept = hashcdc.oldest_kept_date(retention_days) -%}
     {%- set probe -%}
         show partitions {{ relation }}
     {%- endset -%}
@@ -22,4 +19,14 @@
         {%- endif -%}
     {%- endfor -%}
     {{ return('') }}
+{% endmacro %}
+
+
+{% macro oldest_kept_date(retention_days) %}
+    {#- The oldest business date a retention of `retention_days` days keeps, counted back
+        from the date being run (YYYY-MM-DD). -#}
+    {{ return((
+        modules.datetime.date.fromisoformat(hashcdc.business_date())
+        - modules.datetime.timedelta(days=retention_days | int)
+    ).isoformat()) }}
 {% endmacro %}

@@ -58,19 +58,33 @@ LIVE_OPERATIONS = ("I", "U", "N", "X")
 def state_tables(schema: str, table: TableConfig) -> list[str]:
     """The state tables of a table config (main, and sensitive when it has such columns)."""
     relations = table.relations.in_schema(schema)
-    names = [relations.state]
-    if table.sensitive_columns:
-        names.append(relations.sensitive_state)
-    return names
+    return [relations.state, *([relations.sensitive_state] if table.sensitive_columns else [])]
 
 
 def history_tables(schema: str, table: TableConfig) -> list[str]:
     """The history tables of a table config (main, and sensitive when it has such columns)."""
     relations = table.relations.in_schema(schema)
-    names = [relations.history]
-    if table.sensitive_columns:
-        names.append(relations.sensitive_history)
-    return names
+    return [relations.history, *([relations.sensitive_history] if table.sensitive_columns else [])]
+
+
+def _swap_in_delta_copy(
+    spark: Any, table: str, clauses: str, select: str, business_date: str | None
+) -> None:
+    """Write a Delta copy of a table beside it, its commit tagged with the date.
+
+    The copy is then swapped in under the table's name by the crash-safe renames of a
+    schema rewrite.
+    """
+    copy, retired = table + REWRITE_SUFFIX, table + RETIRED_SUFFIX
+    spark.sql(f"drop table if exists {copy}")
+    spark.sql(commit_metadata_statement(business_date))
+    try:
+        spark.sql(f"create table {copy} using delta {clauses} as {select}")
+    finally:
+        spark.sql(commit_metadata_statement(None))
+    spark.sql(f"alter table {table} rename to {retired}")
+    spark.sql(f"alter table {copy} rename to {table}")
+    spark.sql(f"drop table {retired}")
 
 
 def _counts_expression() -> str:
@@ -112,16 +126,7 @@ def upgrade_state(spark: Any, state: str) -> str | None:
     )
     properties = own_properties(spark, state) | state_properties(HASH_ALGORITHM_VERSION)
     listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
-    copy, retired = state + REWRITE_SUFFIX, state + RETIRED_SUFFIX
-    spark.sql(f"drop table if exists {copy}")
-    spark.sql(commit_metadata_statement(latest))
-    try:
-        spark.sql(f"create table {copy} using delta tblproperties ({listed}) as {select}")
-    finally:
-        spark.sql(commit_metadata_statement(None))
-    spark.sql(f"alter table {state} rename to {retired}")
-    spark.sql(f"alter table {copy} rename to {state}")
-    spark.sql(f"drop table {retired}")
+    _swap_in_delta_copy(spark, state, f"tblproperties ({listed})", select, latest)
     return latest
 
 
@@ -138,19 +143,8 @@ def upgrade_history(spark: Any, history: str) -> str | None:
     latest = dates[-1] if dates else None
     properties = own_properties(spark, history) | history_properties()
     listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
-    copy, retired = history + REWRITE_SUFFIX, history + RETIRED_SUFFIX
-    spark.sql(f"drop table if exists {copy}")
-    spark.sql(commit_metadata_statement(latest))
-    try:
-        spark.sql(
-            f"create table {copy} using delta partitioned by (business_date) "
-            f"tblproperties ({listed}) as select * from {history}"
-        )
-    finally:
-        spark.sql(commit_metadata_statement(None))
-    spark.sql(f"alter table {history} rename to {retired}")
-    spark.sql(f"alter table {copy} rename to {history}")
-    spark.sql(f"drop table {retired}")
+    clauses = f"partitioned by (business_date) tblproperties ({listed})"
+    _swap_in_delta_copy(spark, history, clauses, f"select * from {history}", latest)
     return latest or ""
 
 
