@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import yaml
 from servers import (
     dbt,
     finish,
@@ -89,7 +90,8 @@ def test_runs_queries_and_docs_side_by_side(project: Any, postgres: Any, tmp_pat
         docs_ended_during_run = running.poll() is None
         assert status == 0, out[-3000:] + err[-2000:]
         catalog = json.loads((project.root / "docs_target" / "catalog.json").read_text())
-        columns = catalog["nodes"][f"model.hashcdc.{RUNNING}_history"]["columns"]
+        name = yaml.safe_load((project.root / "dbt_project.yml").read_text())["name"]
+        columns = catalog["nodes"][f"model.{name}.{RUNNING}_history"]["columns"]
         assert "business_date" in columns
         assert query_ended_during_run and refused_during_run and docs_ended_during_run, (
             "the run ended before the readers: give it more dates"
