@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc.column_types import REGISTRY
-from hashcdc.config.schema import SCHEMA_FILE
+from hashcdc.config.schema import SCHEMA_FILE, format_message
 from hashcdc.pipeline.inputs import event_format_names, format_names, reader_for
 
 DOCS_FILE = Path(__file__).resolve().parents[1] / "docs" / "schema-evolution.md"
@@ -34,7 +34,7 @@ def format_node(node: dict[str, Any]) -> dict[str, Any]:
     return node | {
         "description": described + ".",
         "enum": list(names),
-        "x-message": f"must be one of {', '.join(names)}, got {{value!r}}",
+        "x-message": format_message(names),
         # The config reads which formats make a table a change feed from here.
         "x-event-formats": list(event_format_names()),
     }

@@ -8,7 +8,6 @@ stream) lives beside it (``postgresql.py``, ``mariadb.py``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -57,8 +56,3 @@ SOURCES: dict[str, SourceDatabase] = {
 def source_for(kind: str) -> SourceDatabase:
     """The module that knows a database kind (``source.database.kind``)."""
     return SOURCES[kind]
-
-
-def kinds() -> Sequence[str]:
-    """The database kinds hashcdc captures."""
-    return tuple(SOURCES)

@@ -89,6 +89,11 @@ def format_names() -> tuple[str, ...]:
     return tuple(_FORMATS)
 
 
+def format_message(formats: Sequence[str]) -> str:
+    """The schema's message for a ``source.format`` that is none of ``formats``."""
+    return f"must be one of {', '.join(formats)}, got {{value!r}}"
+
+
 CSV_OPTION_DEFAULTS: dict[str, Any] = {
     option: node["default"] for option, node in SCHEMA["$defs"]["csv"]["properties"].items()
 }
@@ -142,7 +147,7 @@ def _validator_for(formats: tuple[str, ...]) -> jsonschema.Draft202012Validator:
     schema = json.loads(json.dumps(SCHEMA))
     node = schema["$defs"]["source"]["properties"]["format"]
     node["enum"] = list(formats)
-    node["x-message"] = f"must be one of {', '.join(formats)}, got {{value!r}}"
+    node["x-message"] = format_message(formats)
     return jsonschema.Draft202012Validator(schema)
 
 

@@ -153,8 +153,11 @@ def package_of(project_dir: Path) -> Path:
     listed = project_dir / "packages.yml"
     packages = yaml.safe_load(listed.read_text(encoding="utf-8")) if listed.is_file() else {}
     for entry in (packages or {}).get("packages", []):
-        local = Path(str(entry.get("local", "")))
-        if local.is_dir() and (local / "dbt_project.yml").is_file():
+        if "local" not in entry:
+            continue
+        # dbt takes a relative path from the project's folder (`local: ..`).
+        local = (project_dir / str(entry["local"])).resolve()
+        if (local / "dbt_project.yml").is_file():
             return local
     return package_root()
 
@@ -167,15 +170,10 @@ def scratch_project(project_dir: Path, root: Path) -> dict[str, str]:
     """
     package = package_of(project_dir)
     new_project(root, package, name="scratch")
-    return scratch_environment(package, root)
-
-
-def scratch_environment(source: Path, root: Path) -> dict[str, str]:
-    """The environment of a scratch project's runs: its warehouse, metastore and logs."""
     return {
         "HASHCDC_WAREHOUSE_DIR": str(root / "warehouse"),
         "HASHCDC_METASTORE_DIR": str(root / "metastore_db"),
         "HASHCDC_DERBY_LOG": str(root / "derby.log"),
-        "HASHCDC_LOG4J2": str(source / "profiles" / "log4j2.properties"),
+        "HASHCDC_LOG4J2": str(package / "profiles" / "log4j2.properties"),
         "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
     }

@@ -46,6 +46,14 @@ def test_a_new_project_installs_the_package_and_copies_no_macro(
     assert "is not a dbt project name" in capsys.readouterr().err
 
 
-def test_the_demo_project_of_the_checkout_names_its_package_relatively() -> None:
+def test_the_demo_project_of_the_checkout_names_its_package_relatively(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     listed = yaml.safe_load((REPO / "integration_tests" / "packages.yml").read_text())
     assert listed == {"packages": [{"local": ".."}]}
+    # Relative to the project, as dbt reads it, not to the folder a command runs in (whose
+    # parent here holds another dbt project).
+    (tmp_path / "dbt_project.yml").write_text("name: elsewhere\n")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert package_of(REPO / "integration_tests") == REPO

@@ -130,22 +130,22 @@ def upgrade_state(spark: Any, state: str) -> str | None:
     return latest
 
 
-def upgrade_history(spark: Any, history: str) -> str | None:
-    """Convert one parquet history to a Delta history; returns the latest date it holds.
+def upgrade_history(spark: Any, history: str) -> bool:
+    """Convert one parquet history to a Delta history; returns whether it did.
 
     Every row is kept, in a Delta table partitioned by ``business_date`` whose first
     commit carries the latest date (it holds every date up to it); the copy is written
-    with INT64 timestamps. None when there is nothing to do (missing, already Delta).
+    with INT64 timestamps. Nothing to do when the table is missing or already Delta.
     """
     if not spark.catalog.tableExists(history) or is_delta(spark, history):
-        return None
+        return False
     dates = partition_dates(spark, history)
     latest = dates[-1] if dates else None
     properties = own_properties(spark, history) | history_properties()
     listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
     clauses = f"partitioned by (business_date) tblproperties ({listed})"
     _swap_in_delta_copy(spark, history, clauses, f"select * from {history}", latest)
-    return latest or ""
+    return True
 
 
 def _is_int96(spark: Any, path: str) -> bool:
@@ -203,12 +203,12 @@ def upgrade_states(spark: Any, schema: str, table: TableConfig) -> list[str]:
             upgraded.append(state)
             print(
                 f"hashcdc: table '{table.name}': {state} upgraded to a Delta table holding "
-                f"{latest} (its latest snapshot; history kept as it was)",
+                f"{latest} (its latest snapshot)",
                 file=sys.stdout,
                 flush=True,
             )
     for history in history_tables(schema, table):
-        if upgrade_history(spark, history) is not None:
+        if upgrade_history(spark, history):
             upgraded.append(history)
             print(
                 f"hashcdc: table '{table.name}': {history} upgraded to a Delta table "
