@@ -15,7 +15,7 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,9 @@ SPARK_FIXTURES = frozenset({"project", "spark", "session_root", "postgres", "mar
 
 os.environ["TZ"] = "UTC"
 time.tzset()
+# The test process is its own warm engine (one shared SparkSession): `main([...])` runs
+# here. Tests of the engine, and processes started through `hashcdc_environment`, turn it on.
+os.environ["HASHCDC_ENGINE"] = "off"
 # A CI time-out stops pytest with SIGTERM: exit through the fixtures' clean-up, so the
 # servers the tests started (PostgreSQL, a Spark cluster) stop too.
 signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -44,6 +47,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if SPARK_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session")
+def engines_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the engines the tests start (a private one, mode 0700)."""
+    folder = tmp_path_factory.mktemp("engines")
+    folder.chmod(0o700)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _engines_stopped(engines_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every engine a test started is stopped when it ends, passed or failed."""
+    from servers import stop_engines
+
+    monkeypatch.setenv("HASHCDC_ENGINE_DIR", str(engines_dir))
+    yield
+    stop_engines(engines_dir)
 
 
 @dataclass

@@ -30,6 +30,10 @@ from hashcdc.runtime.project import (
 )
 
 
+# A query's answer of at most this many rows is taken at once; a longer one is streamed.
+QUERY_TAKE_ROWS = 10_000
+
+
 def ensure_generated(project_dir: Path, names: Sequence[str]) -> list[TableConfig]:
     """Check the named tables exist and the models match tables/; returns every config."""
     tables = load_table_configs(project_dir / "tables")
@@ -217,7 +221,11 @@ def cmd_query(args: argparse.Namespace) -> int:
         frame = spark.sql(sql)
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(frame.columns)
-        for row in frame.toLocalIterator():
+        # A short answer in one job; a long one is streamed partition by partition, so the
+        # driver never holds it whole (a job per partition and a socket: a second more).
+        first = frame.take(QUERY_TAKE_ROWS + 1)
+        rows = first if len(first) <= QUERY_TAKE_ROWS else frame.toLocalIterator()
+        for row in rows:
             writer.writerow(["" if value is None else value for value in row])
     except (AnalysisException, ParseException) as exc:
         # Spark's message names what is wrong and where; its stack is Spark's own.

@@ -36,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--project-dir", type=Path, default=None, help="the project folder (default: .)"
     )
+    parser.add_argument(
+        "--no-engine",
+        action="store_true",
+        help="run in this process, not the project's engine (as HASHCDC_ENGINE=off does)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser(
@@ -291,4 +296,29 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="only measure Delta Lake and Iceberg on the state's shape (a typical day's MERGE)",
     )
+    engine = sub.add_parser(
+        "engine",
+        help="the project's warm engine, which serves the commands: start, stop, status",
+    )
+    engine.add_argument("action", choices=["start", "stop", "status", "serve"])
+    engine.add_argument("--target", help="profile target (default: local)")
+    engine.add_argument(
+        "--idle-minutes",
+        type=float,
+        default=None,
+        help="exit after this many minutes without a command (default: "
+        "$HASHCDC_ENGINE_IDLE_MINUTES, else 30)",
+    )
+    engine.add_argument(
+        "--foreground",
+        action="store_true",
+        help="start: serve in this process until stopped (a service manager's unit)",
+    )
+
+    dbt = sub.add_parser(
+        "dbt",
+        help="run a dbt command in the project's engine: hashcdc dbt build --select …",
+    )
+    dbt.add_argument("--target", help="profile target (default: local)")
+    dbt.add_argument("arguments", nargs=argparse.REMAINDER, help="dbt's command and options")
     return parser

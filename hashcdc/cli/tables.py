@@ -10,6 +10,8 @@ import sys
 from hashcdc.cli.daily import shown
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
+from hashcdc.engine import client as engine_client
+from hashcdc.engine.place import Place
 from hashcdc.errors import HashcdcError
 from hashcdc.runtime.lock import table_locks
 from hashcdc.runtime.project import (
@@ -36,6 +38,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     captured = capture_table(tables, project_dir / CAPTURE_STATE_DIR, now)
     if captured is not None:
         audit.console().print(captured)
+    print(engine_client.describe(engine_client.status(Place.of(project_dir))))
     return 0
 
 

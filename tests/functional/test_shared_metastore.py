@@ -53,7 +53,10 @@ def test_runs_queries_and_docs_side_by_side(project: Any, postgres: Any, tmp_pat
     current = f"{RUNNING}_current"
     per_date = [[row for row in snapshot if row[0] == current] for snapshot in expected]
 
-    env = hashcdc_environment(f"file://{tmp_path}/warehouse", "shared", **postgres.environment())
+    # Processes of their own, on a shared metastore (not one engine that serves them all).
+    env = hashcdc_environment(
+        f"file://{tmp_path}/warehouse", "shared", HASHCDC_ENGINE="off", **postgres.environment()
+    )
     running = hashcdc(project.root, env, "run", "--date", *DATES, "--select", RUNNING)
     other = hashcdc(project.root, env, "run", "--date", *DATES, "--select", OTHER)
     try:

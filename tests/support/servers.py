@@ -374,11 +374,15 @@ def spark_standalone(
 def hashcdc_environment(warehouse: str, target: str, **extra: str) -> dict[str, str]:
     """The environment of a ``hashcdc`` process on ``target`` and its own warehouse.
 
-    The test session's own settings (its embedded metastore and warehouse) are left out.
+    The test session's own settings (its embedded metastore and warehouse) are left out;
+    its engines' folder stays (so that :func:`stop_engines` finds the engines started).
+    The engine is on, as for a user: ``HASHCDC_ENGINE="off"`` in ``extra`` for a test whose
+    subject is a process of its own.
     """
     repo = Path(__file__).resolve().parents[2]
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("HASHCDC_")}
     return inherited | {
+        "HASHCDC_ENGINE_DIR": os.environ["HASHCDC_ENGINE_DIR"],
         "HASHCDC_TARGET": target,
         "HASHCDC_WAREHOUSE_DIR": warehouse,
         "HASHCDC_LOG4J2": str(repo / "profiles" / "log4j2.properties"),
@@ -581,3 +585,39 @@ class Workload(threading.Thread):
         """Stop after the transaction under way, and wait."""
         self.stopping.set()
         self.join(timeout=60)
+
+
+def engine_pids(folder: Path) -> list[int]:
+    """The pids of the engines recorded in an engines' folder (running or not)."""
+    pids = []
+    for record in folder.glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            pids.append(int(json.loads(record.read_text())["pid"]))
+    return pids
+
+
+def alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"
+
+
+def stop_engines(folder: Path, seconds: float = 60) -> None:
+    """Stop every engine of the folder: SIGTERM (it finishes, stops Spark), then SIGKILL."""
+    pids = [pid for pid in engine_pids(folder) if alive(pid)]
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + seconds
+    for pid in pids:
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    for record in folder.glob("*"):
+        if record.suffix in (".json", ".sock"):
+            record.unlink(missing_ok=True)

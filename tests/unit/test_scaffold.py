@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from hashcdc.cli import main
-from hashcdc.runtime.scaffold import package_of, package_root
+from hashcdc.runtime.scaffold import package_of, package_root, project_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -57,3 +57,11 @@ def test_the_demo_project_of_the_checkout_names_its_package_relatively(
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
     assert package_of(REPO / "integration_tests") == REPO
+
+
+def test_the_demo_project_file_is_what_hashcdc_new_writes() -> None:
+    # Its audit hook, vars and settings follow the package's own dbt_project.yml: a hook
+    # missing there leaves every run without its summary.
+    made = yaml.safe_load((REPO / "integration_tests" / "dbt_project.yml").read_text())
+    assert made == project_file(REPO, "integration_tests")
+    assert made["on-run-end"] == ["{{ hashcdc.record_cdc_runs(results) }}"]

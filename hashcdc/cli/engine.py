@@ -1,0 +1,106 @@
+"""The engine's commands (``hashcdc engine start|stop|status``) and ``hashcdc dbt``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Sequence
+
+from hashcdc.engine import client
+from hashcdc.engine.place import Place, engine_enabled, idle_minutes, settings_of
+from hashcdc.errors import HashcdcError
+from hashcdc.runtime.project import dbt_args, find_project_dir, invoke_dbt, spark_session
+
+# The commands the engine serves: those that open the project's Spark session.
+SERVED_COMMANDS = frozenset(
+    {
+        "run", "replay", "query", "status", "report", "drop", "compact", "upgrade", "docs",
+        "check", "demo", "extract", "datagen", "dbt",
+    }
+)  # fmt: skip
+# Those that only read: they run beside a command that writes.
+SHARED_COMMANDS = frozenset({"query", "status"})
+
+
+def served_by_engine(args: argparse.Namespace) -> bool:
+    """Whether this command goes to the project's engine (not ``--no-engine``, not off)."""
+    return args.command in SERVED_COMMANDS and not args.no_engine and engine_enabled()
+
+
+def forward(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Send the command to the project's engine (started if none runs); its exit status."""
+    project_dir = find_project_dir(args.project_dir)
+    if args.command == "run" and args.profile:
+        # The profile reads Spark's event log, which a session writes only if it starts so.
+        event_log_dir = project_dir / "target" / "spark-events"
+        event_log_dir.mkdir(parents=True, exist_ok=True)
+        os.environ["HASHCDC_EVENT_LOG"] = "true"
+        os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
+    arguments = ["--project-dir", str(project_dir), *_without_project_dir(argv)]
+    target = getattr(args, "target", None)
+    return client.forward(arguments, project_dir, target, args.command in SHARED_COMMANDS)
+
+
+def _without_project_dir(argv: Sequence[str]) -> list[str]:
+    """``argv`` less its ``--project-dir`` (the engine gets the resolved folder)."""
+    kept: list[str] = []
+    skip = False
+    for word in argv:
+        if skip:
+            skip = False
+        elif word == "--project-dir":
+            skip = True
+        elif not word.startswith("--project-dir="):
+            kept.append(word)
+    return kept
+
+
+def cmd_engine(args: argparse.Namespace, run_command: Callable[[Sequence[str]], int]) -> int:
+    """``hashcdc engine start|stop|status`` (and ``serve``, what ``start`` runs)."""
+    project_dir = find_project_dir(args.project_dir)
+    place = Place.of(project_dir)
+    if args.idle_minutes is not None:
+        os.environ["HASHCDC_ENGINE_IDLE_MINUTES"] = f"{args.idle_minutes:g}"
+    if args.action == "serve" or (args.action == "start" and args.foreground):
+        return _serve(args, place, run_command)
+    if args.action == "start":
+        if client.status(place) is None:
+            client.start(place, args.target)
+        print(client.describe(client.status(place)))
+        return 0
+    if args.action == "stop":
+        was_running = client.stop(place)
+        print("hashcdc: engine stopped" if was_running else "hashcdc: no engine was running")
+        return 0
+    print(client.describe(client.status(place)))
+    return 0
+
+
+def _serve(
+    args: argparse.Namespace, place: Place, run_command: Callable[[Sequence[str]], int]
+) -> int:
+    # deferred: the engine's server (and pyspark) load only in the engine's process
+    from hashcdc.engine.server import Engine, log
+
+    if client.status(place) is not None:
+        raise HashcdcError(
+            f"an engine already serves {place.project_dir}: `hashcdc engine stop` first"
+        )
+    settings = settings_of(place.project_dir, args.target)
+    os.chdir(place.project_dir)
+    log(f"starting Spark for {place.project_dir}")
+    spark_session(place.project_dir, args.target)
+    return Engine(place, settings, run_command, idle_minutes()).serve()
+
+
+def cmd_dbt(args: argparse.Namespace) -> int:
+    """``hashcdc dbt …``: dbt in the engine's session (the project's folder and profiles)."""
+    project_dir = find_project_dir(args.project_dir)
+    os.chdir(project_dir)
+    if not args.arguments:
+        raise HashcdcError("hashcdc dbt needs a dbt command: hashcdc dbt build --select …")
+    spark_session(project_dir, args.target)
+    command, *rest = args.arguments
+    target = ["--target", args.target] if args.target else []
+    result = invoke_dbt(dbt_args(command, project_dir, [*rest, *target]))
+    return 0 if result.success else 1
