@@ -13,6 +13,7 @@ import datetime as dt
 import functools
 import os
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         *(["--target", args.target] if args.target else []),
     )
     runs = [DateRun(d, tuple(args.select or ()), extra) for d in dates]
-    profile = functools.partial(_print_profile, project_dir) if args.profile else None
+    profile = functools.partial(_print_profile, project_dir, spark) if args.profile else None
     with table_locks(spark, tables):
         stops = build_dates(spark, project_dir, runs, log_dir, after_build=profile)
     report = executor_report(spark)
@@ -180,25 +181,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_profile(project_dir: Path, result: Any, seconds: float) -> None:
+def _print_profile(project_dir: Path, spark: Any, result: Any, seconds: float) -> None:
     """Print (and write to target/hashcdc_profile.md) where the run's time went."""
-    from pyspark.sql import SparkSession
-
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.runtime import profile
 
-    spark = SparkSession.getActiveSession()
-    log = None
-    if spark is not None:
-        log = profile.event_log_file(
-            Path(os.environ["HASHCDC_EVENT_LOG_DIR"]), spark.sparkContext.applicationId
-        )
+    log = profile.event_log_file(
+        Path(os.environ["HASHCDC_EVENT_LOG_DIR"]), spark.sparkContext.applicationId
+    )
     if log is None:
         print("hashcdc: --profile found no Spark event log for this run", file=sys.stderr)
         return
     nodes = profile.node_profiles(result.result)
-    unattributed = profile.attribute(nodes, profile.read_stages(log))
-    report = profile.render(nodes, unattributed, seconds)
+    # This build's jobs only: an engine's application has run other commands before.
+    since_ms = int((time.time() - seconds) * 1000)
+    stages = [s for s in profile.read_stages(log) if s.submitted_ms >= since_ms]
+    unattributed, outside = profile.attribute(nodes, stages, profile.read_jobs(log, since_ms))
+    report = profile.render(nodes, unattributed, seconds, outside)
     (project_dir / "target" / "hashcdc_profile.md").write_text(report, encoding="utf-8")
     print("\n" + report)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,15 +60,25 @@ class SparkStage:
         )
 
 
+@dataclass(frozen=True)
+class SparkJob:
+    """A Spark job as the event log reports its start: what asked for it, and when."""
+
+    job_id: int
+    submitted_ms: int
+    description: str = ""
+
+
 @dataclass
 class NodeProfile:
-    """One dbt node's time and the Spark stages that ran during it."""
+    """One dbt node's time and the Spark jobs and stages that ran during it."""
 
     name: str
     seconds: float
     started_ms: int
     completed_ms: int
     stages: list[SparkStage] = field(default_factory=list)
+    jobs: list[SparkJob] = field(default_factory=list)
 
 
 _METRICS = {
@@ -118,6 +128,27 @@ def read_stages(event_log: Path) -> list[SparkStage]:
     return stages
 
 
+def read_jobs(event_log: Path, since_ms: int = 0) -> list[SparkJob]:
+    """The jobs started in one application's event log at or after ``since_ms``.
+
+    An engine's application runs many commands: ``since_ms`` keeps one run's.
+    """
+    jobs: list[SparkJob] = []
+    for line in _event_lines(event_log):
+        if '"SparkListenerJobStart"' not in line:
+            continue
+        event = json.loads(line)
+        submitted = int(event.get("Submission Time", 0))
+        if submitted < since_ms:
+            continue
+        properties = event.get("Properties") or {}
+        description = properties.get("spark.job.description") or properties.get(
+            "callSite.short", ""
+        )
+        jobs.append(SparkJob(int(event["Job ID"]), submitted, str(description)))
+    return jobs
+
+
 def _epoch_ms(moment: dt.datetime) -> int:
     if moment.tzinfo is None:  # dbt records its timings in UTC
         moment = moment.replace(tzinfo=dt.timezone.utc)
@@ -143,33 +174,52 @@ def node_profiles(dbt_result: Any) -> list[NodeProfile]:
     return profiles
 
 
-def attribute(nodes: list[NodeProfile], stages: list[SparkStage]) -> list[SparkStage]:
-    """Put each stage under the node running when it was submitted; returns the rest."""
+def _owner(nodes: list[NodeProfile], submitted_ms: int) -> NodeProfile | None:
+    return next((n for n in nodes if n.started_ms <= submitted_ms <= n.completed_ms), None)
+
+
+def attribute(
+    nodes: list[NodeProfile], stages: list[SparkStage], jobs: Sequence[SparkJob] = ()
+) -> tuple[list[SparkStage], list[SparkJob]]:
+    """Put each stage and job under the node running when it was submitted.
+
+    Returns the stages and jobs no node was running for (dbt's own queries between nodes).
+    """
     unattributed: list[SparkStage] = []
     for stage in sorted(stages, key=lambda s: s.submitted_ms):
-        owner = next(
-            (n for n in nodes if n.started_ms <= stage.submitted_ms <= n.completed_ms), None
-        )
+        owner = _owner(nodes, stage.submitted_ms)
         if owner is None:
             unattributed.append(stage)
         else:
             owner.stages.append(stage)
-    return unattributed
+    outside: list[SparkJob] = []
+    for job in sorted(jobs, key=lambda j: j.submitted_ms):
+        owner = _owner(nodes, job.submitted_ms)
+        (outside if owner is None else owner.jobs).append(job)
+    return unattributed, outside
 
 
-def render(nodes: list[NodeProfile], unattributed: list[SparkStage], total_seconds: float) -> str:
-    """A markdown report: nodes by time, each with its slowest Spark stages."""
+def render(
+    nodes: list[NodeProfile],
+    unattributed: list[SparkStage],
+    total_seconds: float,
+    outside_jobs: Sequence[SparkJob] = (),
+) -> str:
+    """A markdown report: nodes by time with their Spark jobs, each with its slowest stages."""
+    jobs = sum(len(n.jobs) for n in nodes) + len(outside_jobs)
     lines = [
-        f"# hashcdc run profile ({total_seconds:.1f} s in dbt, parse included)",
+        f"# hashcdc run profile ({total_seconds:.1f} s in dbt, parse included; {jobs} Spark "
+        f"jobs, {len(outside_jobs)} of them outside any node)",
         "",
-        "| dbt node | seconds | Spark stages | stage seconds |",
-        "| --- | ---: | ---: | ---: |",
+        "| dbt node | seconds | Spark jobs | Spark stages | stage seconds |",
+        "| --- | ---: | ---: | ---: | ---: |",
     ]
     ordered = sorted(nodes, key=lambda n: n.seconds, reverse=True)
     for node in ordered:
         stage_seconds = sum(s.seconds for s in node.stages)
         lines.append(
-            f"| {node.name} | {node.seconds:.2f} | {len(node.stages)} | {stage_seconds:.2f} |"
+            f"| {node.name} | {node.seconds:.2f} | {len(node.jobs)} | {len(node.stages)} "
+            f"| {stage_seconds:.2f} |"
         )
     lines.append("")
     for node in ordered:
