@@ -30,7 +30,6 @@ from hashcdc.runtime.project import (
     spark_session,
 )
 
-
 # A query's answer of at most this many rows is taken at once; a longer one is streamed.
 QUERY_TAKE_ROWS = 10_000
 
