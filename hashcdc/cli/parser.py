@@ -292,6 +292,12 @@ def build_parser() -> argparse.ArgumentParser:
         "and reading `current` after --week-days uncompacted days",
     )
     bench_parser.add_argument(
+        "--engine",
+        action="store_true",
+        help="only the commands' fixed cost with the engine: a 1,000-row date cold and warm, "
+        "status and query warm, and the Spark jobs of a table-date",
+    )
+    bench_parser.add_argument(
         "--formats",
         action="store_true",
         help="only measure Delta Lake and Iceberg on the state's shape (a typical day's MERGE)",

@@ -135,6 +135,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
             args.report.write_text(table)
         return 0
     project_dir = find_project_dir(args.project_dir)
+    if args.engine:
+        # deferred: Spark's modules load only for the commands that use them
+        from hashcdc.bench import engine as engine_bench
+
+        output = args.output if args.output.is_absolute() else project_dir / args.output
+        table = engine_bench.markdown(engine_bench.run(project_dir, output))
+        print(table, end="")
+        if args.report:
+            args.report.write_text(table)
+        return 0
     if args.capture:
         # deferred: Spark's modules load only for the commands that use them
         from hashcdc.bench import capture as capture_bench
