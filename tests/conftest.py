@@ -58,13 +58,20 @@ def engines_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _engines_stopped(engines_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Every engine a test started is stopped when it ends, passed or failed."""
+def _engines_stopped(
+    engines_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Every engine a test started is stopped when it ends, passed or failed.
+
+    What its engines served counts in the time table (their logs in the test's folders).
+    """
     from servers import stop_engines
+    from time_ledger import engine_share
 
     monkeypatch.setenv("HASHCDC_ENGINE_DIR", str(engines_dir))
     yield
     stop_engines(engines_dir)
+    engine_share([*tmp_path.glob("logs/engine.log"), *tmp_path.glob("*/logs/engine.log")])
 
 
 @dataclass

@@ -119,7 +119,7 @@ def test_killed_clients_and_a_killed_engine_leave_whole_dates(
 ) -> None:
     table = "eng_k"
     generate_tables(
-        project.spark, project.root, f"file://{tmp_path}/landing", {table: "full"}, DATES, 2000
+        project.spark, project.root, f"file://{tmp_path}/landing", {table: "full"}, DATES, 500
     )
     expected = _oracle(project, table)
     whole = [_current(snapshot, table) for snapshot in expected]
