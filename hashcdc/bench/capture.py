@@ -369,6 +369,8 @@ def run(project_dir: Path, table_name: str, rows: int) -> dict[str, Any]:
         figures["events_per_s"] = round(rows / (landed - first_commit))
         figures["lag_last_commit_s"] = round(landed - last_commit, 2)
     finally:
+        # The runs went through the scratch project's engine: it goes with the project.
+        subprocess.run(_hashcdc(work, "engine", "stop"), env=os.environ | environment, check=False)
         with database.connect(group) as connection:
             bench.clean(connection, BENCH_TABLE, slot)
         if not os.environ.get("HASHCDC_BENCH_KEEP"):

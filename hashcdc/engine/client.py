@@ -77,10 +77,11 @@ def _spawn(place: Place, target: str | None) -> None:
         file=sys.stderr,
         flush=True,
     )
+    # The project is the working folder: the command line stays short enough for a
+    # metastore's holder message to show it whole (`hashcdc engine serve …`).
     command = [
-        sys.executable, "-m", "hashcdc.cli", "--project-dir", str(place.project_dir),
-        "engine", "serve", *(["--target", target] if target else []),
-        "--idle-minutes", f"{idle_minutes():g}",
+        sys.executable, "-m", "hashcdc.cli", "engine", "serve",
+        *(["--target", target] if target else []), "--idle-minutes", f"{idle_minutes():g}",
     ]  # fmt: skip
     with place.log.open("ab") as log:
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and module

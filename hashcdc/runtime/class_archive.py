@@ -100,7 +100,8 @@ def build() -> Path:
     with tempfile.TemporaryDirectory(prefix="hashcdc-classes-") as folder:
         root = Path(folder) / "project"
         root.mkdir()
-        env = os.environ | scratch_project(source, root)
+        # A process of its own: the archive is written when its JVM exits (not an engine's).
+        env = os.environ | scratch_project(source, root) | {"HASHCDC_ENGINE": "off"}
         (root / "tables" / "training.yml").write_text(TRAINING_TABLE)
         landing = root / "landing" / "training"
         landing.mkdir(parents=True)

@@ -263,6 +263,13 @@ def _own_record() -> dict[str, Any]:
 
 
 def _busy(database: Path, holder: Holder) -> MetastoreBusyError:
+    if "engine serve" in holder.command:
+        return MetastoreBusyError(
+            f"the embedded metastore {database} is held by the project's hashcdc engine "
+            f"({holder.describe()}); it admits one process at a time. Send the command "
+            "through the engine (without --no-engine or HASHCDC_ENGINE=off; dbt as "
+            "`hashcdc dbt build …`), or stop the engine first: `hashcdc engine stop`."
+        )
     return MetastoreBusyError(
         f"the embedded metastore {database} is in use by {holder.describe()}; it admits one "
         "process at a time. Wait for that process to finish, or use a shared metastore so "

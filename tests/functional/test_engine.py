@@ -91,6 +91,10 @@ def test_commands_side_by_side_are_served_by_one_engine(
     out, _ = _run(project.root, env, "status")
     assert "eng_a" in out and f"engine: pid {pid}, up " in out, out
     assert _engine_pid(engines_dir) == pid
+    # A process of its own (plain dbt too) meets the engine's metastore: told what to do.
+    status, out, err = finish(hashcdc(project.root, env, "--no-engine", "status"), 120)
+    assert status == 2 and "held by the project's hashcdc engine" in err, err
+    assert "hashcdc engine stop" in err
 
     out, _ = _run(project.root, env, "engine", "stop")
     assert "engine stopped" in out

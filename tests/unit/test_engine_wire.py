@@ -140,9 +140,7 @@ def test_a_command_with_other_settings_is_told_which(engine: Place) -> None:
     assert frames == [{"mismatch": ["fake", "profile"]}]
 
 
-def test_stop_and_idle_exit_remove_the_engines_files(
-    engine: Place, tmp_path: Path
-) -> None:
+def test_stop_and_idle_exit_remove_the_engines_files(engine: Place, tmp_path: Path) -> None:
     wire = _connect(engine)
     assert wire is not None
     wire.send({"request": "stop"})
