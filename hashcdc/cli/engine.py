@@ -36,9 +36,19 @@ def forward(args: argparse.Namespace, argv: Sequence[str]) -> int:
         event_log_dir.mkdir(parents=True, exist_ok=True)
         os.environ["HASHCDC_EVENT_LOG"] = "true"
         os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
-    arguments = ["--project-dir", str(project_dir), *_without_project_dir(argv)]
+    words = _without_project_dir(argv)
+    serving = args.command == "docs" and args.serve
+    if serving:
+        # The engine generates the page; serving it, until Ctrl-C, is the client's own
+        # (a static folder: it would hold the engine's writer turn for as long).
+        words = [word for word in words if word != "--serve"]
     target = getattr(args, "target", None)
-    return client.forward(arguments, project_dir, target, args.command in SHARED_COMMANDS)
+    arguments = ["--project-dir", str(project_dir), *words]
+    status = client.forward(arguments, project_dir, target, args.command in SHARED_COMMANDS)
+    if status == 0 and serving:
+        print(f"serving target/ on http://127.0.0.1:{args.port} (Ctrl-C stops)", flush=True)
+        invoke_dbt(dbt_args("docs serve", project_dir, ["--port", str(args.port), "--no-browser"]))
+    return status
 
 
 def _without_project_dir(argv: Sequence[str]) -> list[str]:
