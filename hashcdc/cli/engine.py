@@ -9,7 +9,13 @@ from collections.abc import Callable, Sequence
 from hashcdc.engine import client
 from hashcdc.engine.place import Place, engine_enabled, idle_minutes, settings_of
 from hashcdc.errors import HashcdcError
-from hashcdc.runtime.project import dbt_args, find_project_dir, invoke_dbt, spark_session
+from hashcdc.runtime.project import (
+    dbt_args,
+    find_project_dir,
+    invoke_dbt,
+    spark_session,
+    stop_spark_and_wait,
+)
 
 # The commands the engine serves: those that open the project's Spark session.
 SERVED_COMMANDS = frozenset(
@@ -100,7 +106,7 @@ def _serve(
     os.chdir(place.project_dir)
     log(f"starting Spark for {place.project_dir}")
     spark_session(place.project_dir, args.target)
-    return Engine(place, settings, run_command, idle_minutes()).serve()
+    return Engine(place, settings, run_command, idle_minutes()).serve(stop_spark_and_wait)
 
 
 def cmd_dbt(args: argparse.Namespace) -> int:

@@ -129,8 +129,13 @@ def connect_or_start(place: Place, target: str | None) -> Wire:
         if wire is not None:
             return wire
         pid = place.read_record().get("pid")
-        if _alive(pid):
-            _wait_gone(place, int(pid), STOP_SECONDS)  # an engine on its way out
+        if _alive(pid):  # an engine on its way out: it finishes what it runs first
+            print(
+                f"hashcdc: waiting for the stopping engine (pid {pid}) to finish its commands",
+                file=sys.stderr,
+                flush=True,
+            )
+            _wait_gone(place, int(pid), STOP_SECONDS)
         place.forget()  # a killed engine's socket and record
         _spawn(place, target)
     wire = _connect(place)

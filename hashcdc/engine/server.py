@@ -244,8 +244,12 @@ class Engine:
         self._state = threading.Lock()
 
     # -- the process ---------------------------------------------------------
-    def serve(self) -> int:
-        """Listen, serve until idle, stopped or terminated; returns the exit status."""
+    def serve(self, finish: Callable[[], None] = lambda: None) -> int:
+        """Listen, serve until idle, stopped or terminated; returns the exit status.
+
+        ``finish`` (stopping Spark) runs after the last command; the record goes after it,
+        so a newcomer waits for this engine instead of racing it for the metastore.
+        """
         sys.stdout = Routed("out", self, sys.__stdout__)
         sys.stderr = Routed("err", self, sys.__stderr__)
         sys.stdin = RoutedInput(self)
@@ -276,8 +280,12 @@ class Engine:
                 threading.Thread(target=self._serve_one, args=(connection,), daemon=True).start()
         finally:
             listener.close()
-            self.place.forget()
+            self.place.socket.unlink(missing_ok=True)
             self._drain()
+            try:
+                finish()
+            finally:
+                self.place.forget()
         log("stopped")
         return 0
 
