@@ -81,6 +81,23 @@ def command(place: Place, *words: str, shared: bool = False, **extra: Any) -> li
     return frames
 
 
+def _running(place: Place) -> list[str]:
+    """What the engine runs now, as its status says."""
+    wire = _connect(place)
+    assert wire is not None
+    wire.send({"request": "status"})
+    frame = wire.receive() or {}
+    wire.close()
+    return frame["status"]["running"]
+
+
+def _wait_for(check: Any, what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, f"waited {seconds} s for {what}"
+        time.sleep(0.02)
+
+
 def text(frames: list[dict], kind: str) -> str:
     return "".join(frame[kind] for frame in frames if kind in frame)
 
@@ -119,17 +136,20 @@ def test_readers_run_beside_a_writer_and_writers_wait_their_turn(engine: Place) 
         thread.start()
         return thread
 
-    first = writer("first", "sleep", "2")
-    time.sleep(0.5)
+    first = writer("first", "sleep", "3")
+    _wait_for(lambda: len(_running(engine)) == 1, "the first writer's start")
     second = writer("second", "echo", "after")
+    _wait_for(lambda: len(_running(engine)) == 2, "the second writer's arrival")
     reader = command(engine, "echo", "reading", shared=True)
-    read_at = time.monotonic()
+    # Answered while the first writer still runs and the second still waits.
+    assert any("`hashcdc sleep 3`" in running for running in _running(engine))
     first.join()
     second.join()
     assert text(reader, "out") == "reading\n"
-    assert read_at < finished["first"] < finished["second"]
+    # The second writer waited for the first (its note), then ran.
+    assert text(finished["first frames"], "out") == "slept\n"  # type: ignore[arg-type]
     second_frames: list[dict] = finished["second frames"]  # type: ignore[assignment]
-    assert "waiting for the engine's running command: `hashcdc sleep 2`" in text(
+    assert "waiting for the engine's running command: `hashcdc sleep 3`" in text(
         second_frames, "note"
     )
     assert text(second_frames, "out") == "after\n"
