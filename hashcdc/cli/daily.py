@@ -78,6 +78,18 @@ def _active_tables(tables: Sequence[TableConfig], selected: Sequence[str]) -> li
     return active
 
 
+def record_event_log(project_dir: Path) -> None:
+    """Have the Spark session write its event log (``run --profile`` reads it).
+
+    Through the profile's variables: a session writes it only if it starts so (an engine
+    started without it is restarted for the command, its settings differing).
+    """
+    event_log_dir = project_dir / "target" / "spark-events"
+    event_log_dir.mkdir(parents=True, exist_ok=True)
+    os.environ["HASHCDC_EVENT_LOG"] = "true"
+    os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
+
+
 def run_log_dir(project_dir: Path, command: str) -> Path:
     """A new folder under logs/ for one hashcdc command's dbt log (dbt.log)."""
     stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
@@ -95,10 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     tables = _active_tables(ensure_generated(project_dir, args.select or []), args.select or [])
     os.chdir(project_dir)
     if args.profile:
-        event_log_dir = project_dir / "target" / "spark-events"
-        event_log_dir.mkdir(parents=True, exist_ok=True)
-        os.environ["HASHCDC_EVENT_LOG"] = "true"
-        os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
+        record_event_log(project_dir)
     dates = sorted(set(args.date))
     print(
         f"hashcdc run: {len(dates)} date(s) ({dates[0]}..{dates[-1]}) of {', '.join(tables)}; "
@@ -194,8 +203,8 @@ def _print_profile(project_dir: Path, spark: Any, result: Any, seconds: float) -
     nodes = profile.node_profiles(result.result)
     # This build's jobs only: an engine's application has run other commands before.
     since_ms = int((time.time() - seconds) * 1000)
-    stages = [s for s in profile.read_stages(log) if s.submitted_ms >= since_ms]
-    unattributed, outside = profile.attribute(nodes, stages, profile.read_jobs(log, since_ms))
+    stages, jobs = profile.read_event_log(log, since_ms)
+    unattributed, outside = profile.attribute(nodes, stages, jobs)
     report = profile.render(nodes, unattributed, seconds, outside)
     (project_dir / "target" / "hashcdc_profile.md").write_text(report, encoding="utf-8")
     print("\n" + report)

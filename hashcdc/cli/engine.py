@@ -6,6 +6,7 @@ import argparse
 import os
 from collections.abc import Callable, Sequence
 
+from hashcdc.cli.daily import record_event_log
 from hashcdc.engine import client
 from hashcdc.engine.place import Place, engine_enabled, idle_minutes, settings_of
 from hashcdc.errors import HashcdcError
@@ -37,11 +38,7 @@ def forward(args: argparse.Namespace, argv: Sequence[str]) -> int:
     """Send the command to the project's engine (started if none runs); its exit status."""
     project_dir = find_project_dir(args.project_dir)
     if args.command == "run" and args.profile:
-        # The profile reads Spark's event log, which a session writes only if it starts so.
-        event_log_dir = project_dir / "target" / "spark-events"
-        event_log_dir.mkdir(parents=True, exist_ok=True)
-        os.environ["HASHCDC_EVENT_LOG"] = "true"
-        os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
+        record_event_log(project_dir)  # before the settings an engine must fit are taken
     words = _without_project_dir(argv)
     serving = args.command == "docs" and args.serve
     if serving:

@@ -36,11 +36,8 @@ ATTEMPTS = 3
 
 
 def _alive(pid: int | None) -> bool:
-    return bool(pid) and process_stat(int(pid or 0)) is not None and _not_zombie(int(pid or 0))
-
-
-def _not_zombie(pid: int) -> bool:
-    fields = process_stat(pid)
+    """Whether a process runs (a zombie, ended but not reaped, does not)."""
+    fields = process_stat(int(pid)) if pid else None
     return bool(fields) and fields[2] != "Z"
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
+import itertools
 import json
 import os
 import signal
@@ -34,8 +35,6 @@ from typing import Any
 from hashcdc.engine.place import Place, differences, digest_of
 from hashcdc.engine.wire import Wire
 
-# Commands that only read: they run beside the command that runs alone.
-SHARED_COMMANDS = frozenset({"query", "status"})
 ACCEPT_POLL_SECONDS = 0.5
 EXIT_INTERRUPTED = 130
 EXIT_ENGINE_FAILURE = 70
@@ -109,6 +108,11 @@ class Client:
 _current = threading.local()
 
 
+def _client_of(engine: Engine) -> Client | None:
+    """The client of the running thread's command, else of the command that runs alone."""
+    return getattr(_current, "client", None) or engine.alone
+
+
 class Routed(io.TextIOBase):
     """``sys.stdout`` or ``sys.stderr`` of the engine: each write to its command's client."""
 
@@ -117,12 +121,9 @@ class Routed(io.TextIOBase):
         self.engine = engine
         self.fallback = fallback
 
-    def _client(self) -> Client | None:
-        return getattr(_current, "client", None) or self.engine.alone
-
     def write(self, text: str) -> int:
         """Write to the command's client (or, from a thread of the engine's, to the readers)."""
-        client = self._client()
+        client = _client_of(self.engine)
         if client is not None:
             client.emit(self.kind, text)
             return len(text)
@@ -140,7 +141,7 @@ class Routed(io.TextIOBase):
 
     def isatty(self) -> bool:
         """Whether the client's standard output is a terminal."""
-        client = self._client()
+        client = _client_of(self.engine)
         return bool(client and client.tty)
 
     @property
@@ -159,17 +160,14 @@ class RoutedInput(io.TextIOBase):
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def _client(self) -> Client | None:
-        return getattr(_current, "client", None) or self.engine.alone
-
     def readline(self, size: int | None = -1) -> str:
         """One line of the client's standard input."""
-        client = self._client()
+        client = _client_of(self.engine)
         return client.ask() if client else ""
 
     def isatty(self) -> bool:
         """Whether the client's standard input is a terminal."""
-        client = self._client()
+        client = _client_of(self.engine)
         return bool(client and client.stdin_tty)
 
     def readable(self) -> bool:
@@ -230,7 +228,6 @@ class Engine:
         self.settings = settings
         self.digest = digest_of(settings)
         self.run_command = run_command
-        self.idle_seconds = idle_minutes * 60
         self.idle_minutes = idle_minutes
         self.started = time.time()
         self.last_active = time.monotonic()
@@ -240,7 +237,7 @@ class Engine:
         self.alone: Client | None = None
         self.running: dict[int, Running] = {}
         self.served = 0
-        self._numbers = iter(range(1, 1 << 62))
+        self._numbers = itertools.count(1)
         self._state = threading.Lock()
 
     # -- the process ---------------------------------------------------------
@@ -291,7 +288,7 @@ class Engine:
 
     def _idle(self) -> bool:
         with self._state:
-            return not self.running and time.monotonic() - self.last_active > self.idle_seconds
+            return not self.running and time.monotonic() - self.last_active > self.idle_minutes * 60
 
     def _drain(self) -> None:
         """Wait for the commands still running (a stop lets them finish)."""
@@ -336,15 +333,10 @@ class Engine:
         wire.close()
 
     def _command(self, wire: Wire, request: dict[str, Any]) -> None:
-        theirs = request.get("settings") or {}
-        if digest_of(theirs) != self.digest:
+        refusal = self._refusal(request.get("settings") or {})
+        if refusal is not None:
             with contextlib.suppress(OSError):
-                wire.send({"mismatch": differences(self.settings, theirs)})
-            wire.close()
-            return
-        if self.stopping.is_set():
-            with contextlib.suppress(OSError):
-                wire.send({"refused": "the engine is stopping"})
+                wire.send(refusal)
             wire.close()
             return
         argv = [str(a) for a in request.get("argv") or []]
@@ -360,6 +352,14 @@ class Engine:
             self._end(number)
             log(f"ran {running.describe()}: exit {code}")
         client.finish(code)
+
+    def _refusal(self, theirs: dict[str, Any]) -> dict[str, Any] | None:
+        """Why a command is not run here: other settings, or the engine is stopping."""
+        if digest_of(theirs) != self.digest:
+            return {"mismatch": differences(self.settings, theirs)}
+        if self.stopping.is_set():
+            return {"refused": "the engine is stopping"}
+        return None
 
     def _run(self, argv: list[str], client: Client) -> int:
         if client.shared:

@@ -101,52 +101,46 @@ def _event_lines(event_log: Path) -> Iterator[str]:
             yield from lines
 
 
-def read_stages(event_log: Path) -> list[SparkStage]:
-    """The completed stages recorded in one application's event log."""
-    stages: list[SparkStage] = []
-    for line in _event_lines(event_log):
-        if '"SparkListenerStageCompleted"' not in line:
-            continue
-        info = json.loads(line)["Stage Info"]
-        if "Completion Time" not in info or "Submission Time" not in info:
-            continue
-        metrics: dict[str, int] = {}
-        for accumulable in info.get("Accumulables", []):
-            target = _METRICS.get(accumulable.get("Name", ""))
-            if target:
-                metrics[target] = metrics.get(target, 0) + int(accumulable.get("Value", 0))
-        stages.append(
-            SparkStage(
-                stage_id=info["Stage ID"],
-                name=info.get("Stage Name", ""),
-                submitted_ms=info["Submission Time"],
-                completed_ms=info["Completion Time"],
-                tasks=info.get("Number of Tasks", 0),
-                **metrics,
-            )
-        )
-    return stages
+def _stage(info: dict[str, Any]) -> SparkStage:
+    metrics: dict[str, int] = {}
+    for accumulable in info.get("Accumulables", []):
+        target = _METRICS.get(accumulable.get("Name", ""))
+        if target:
+            metrics[target] = metrics.get(target, 0) + int(accumulable.get("Value", 0))
+    return SparkStage(
+        stage_id=info["Stage ID"],
+        name=info.get("Stage Name", ""),
+        submitted_ms=info["Submission Time"],
+        completed_ms=info["Completion Time"],
+        tasks=info.get("Number of Tasks", 0),
+        **metrics,
+    )
 
 
-def read_jobs(event_log: Path, since_ms: int = 0) -> list[SparkJob]:
-    """The jobs started in one application's event log at or after ``since_ms``.
+def _job(event: dict[str, Any]) -> SparkJob:
+    properties = event.get("Properties") or {}
+    description = properties.get("spark.job.description") or properties.get("callSite.short", "")
+    return SparkJob(int(event["Job ID"]), int(event["Submission Time"]), str(description))
 
-    An engine's application runs many commands: ``since_ms`` keeps one run's.
+
+def read_event_log(event_log: Path, since_ms: int = 0) -> tuple[list[SparkStage], list[SparkJob]]:
+    """The completed stages and the started jobs of an event log, submitted from ``since_ms``.
+
+    One pass over the log. An engine's application runs many commands: ``since_ms`` keeps
+    one run's.
     """
+    stages: list[SparkStage] = []
     jobs: list[SparkJob] = []
     for line in _event_lines(event_log):
-        if '"SparkListenerJobStart"' not in line:
-            continue
-        event = json.loads(line)
-        submitted = int(event.get("Submission Time", 0))
-        if submitted < since_ms:
-            continue
-        properties = event.get("Properties") or {}
-        description = properties.get("spark.job.description") or properties.get(
-            "callSite.short", ""
-        )
-        jobs.append(SparkJob(int(event["Job ID"]), submitted, str(description)))
-    return jobs
+        if '"SparkListenerStageCompleted"' in line:
+            info = json.loads(line)["Stage Info"]
+            if "Completion Time" in info and info.get("Submission Time", -1) >= since_ms:
+                stages.append(_stage(info))
+        elif '"SparkListenerJobStart"' in line:
+            event = json.loads(line)
+            if int(event.get("Submission Time", 0)) >= since_ms:
+                jobs.append(_job(event))
+    return stages, jobs
 
 
 def _epoch_ms(moment: dt.datetime) -> int:
