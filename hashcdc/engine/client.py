@@ -25,7 +25,7 @@ from typing import Any
 from hashcdc.engine.place import Place, idle_minutes, settings_of
 from hashcdc.engine.wire import Wire
 from hashcdc.errors import HashcdcError
-from hashcdc.runtime.metastore import process_stat
+from hashcdc.runtime.metastore import process_running
 
 # How long a client waits for a new engine's Spark session (a cold JVM, a busy machine).
 START_SECONDS = 300.0
@@ -33,12 +33,6 @@ START_SECONDS = 300.0
 STOP_SECONDS = 900.0
 POLL_SECONDS = 0.1
 ATTEMPTS = 3
-
-
-def _alive(pid: int | None) -> bool:
-    """Whether a process runs (a zombie, ended but not reaped, does not)."""
-    fields = process_stat(int(pid)) if pid else None
-    return bool(fields) and fields[2] != "Z"
 
 
 def _connect(place: Place) -> Wire | None:
@@ -126,7 +120,7 @@ def connect_or_start(place: Place, target: str | None) -> Wire:
         if wire is not None:
             return wire
         pid = place.read_record().get("pid")
-        if _alive(pid):  # an engine on its way out: it finishes what it runs first
+        if process_running(pid):  # an engine on its way out: it finishes what it runs first
             print(
                 f"hashcdc: waiting for the stopping engine (pid {pid}) to finish its commands",
                 file=sys.stderr,
@@ -143,7 +137,7 @@ def connect_or_start(place: Place, target: str | None) -> Wire:
 
 def _wait_gone(place: Place, pid: int, seconds: float) -> None:
     deadline = time.monotonic() + seconds
-    while _alive(pid):
+    while process_running(pid):
         if time.monotonic() > deadline:
             raise HashcdcError(
                 f"the engine (pid {pid}) did not stop within {seconds:.0f} s (its log: "
@@ -235,7 +229,7 @@ def stop(place: Place, seconds: float = STOP_SECONDS) -> bool:
     pid = place.read_record().get("pid")
     wire = _connect(place)
     if wire is None:
-        if _alive(pid):
+        if process_running(pid):
             _wait_gone(place, int(pid), seconds)
         place.forget()
         return False

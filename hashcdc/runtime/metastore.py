@@ -170,6 +170,12 @@ def process_stat(pid: int) -> list[str] | None:
     return stat.rsplit(")", 1)[1].split()
 
 
+def process_running(pid: int | None) -> bool:
+    """Whether a process runs: it exists and is not a zombie (ended, not yet reaped)."""
+    fields = process_stat(int(pid)) if pid else None
+    return bool(fields) and fields[0] != "Z"
+
+
 def _parent(pid: int) -> int | None:
     fields = process_stat(pid)
     return int(fields[1]) if fields else None

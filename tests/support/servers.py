@@ -597,12 +597,10 @@ def engine_pids(folder: Path) -> list[int]:
 
 
 def alive(pid: int) -> bool:
-    """Whether a process runs (a zombie does not)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return False
-    return fields[0] != "Z"
+    """Whether a process runs (a zombie does not): hashcdc's own check."""
+    from hashcdc.runtime.metastore import process_running
+
+    return process_running(pid)
 
 
 def stop_engines(folder: Path, seconds: float = 60) -> None:
