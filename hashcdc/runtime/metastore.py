@@ -132,6 +132,10 @@ def _process(pid: int) -> Holder:
     words, started = _command_line(pid)
     if words is None:
         return Holder(pid)
+    if not words or not process_running(pid):
+        # An ending process: the kernel has let go of its memory (its command line reads
+        # empty) but not yet of its files and locks; it releases them within moments.
+        return Holder(pid, "a process that is ending", started, True)
     if words and Path(words[0]).name == "java":
         parent = _parent(pid)
         parent_words, parent_started = _command_line(parent) if parent else (None, "")

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from hashcdc.runtime.metastore import (
     _ensure_derby_log_folder,
+    _process,
     _recorded_holder,
     embedded_metastore_dir,
     metastore_holder,
@@ -65,6 +67,30 @@ def test_the_holder_of_the_derby_lock_is_named(tmp_path: Path) -> None:
         holder.kill()
         holder.wait()
     assert metastore_holder(database) is None
+
+
+def test_an_ending_holder_is_waited_for(tmp_path: Path) -> None:
+    """A holder between letting go of its memory and of its locks (CI met one: a killed
+    engine's JVM, named with an empty command line) is exiting, not busy."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        wait = 0
+        while Path(f"/proc/{ended.pid}/cmdline").read_bytes() and wait < 500:
+            time.sleep(0.01)  # not reaped: a zombie, its command line empty
+            wait += 1
+        holder = _process(ended.pid)
+        assert holder.pid == ended.pid and holder.exiting, holder
+    finally:
+        ended.wait()
+    running = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path / "lock")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert running.stdout is not None and running.stdout.readline().strip() == "locked"
+        assert not _process(running.pid).exiting
+    finally:
+        running.kill()
+        running.wait()
 
 
 def test_a_record_being_rewritten_still_names_its_holder(tmp_path: Path) -> None:
