@@ -208,14 +208,18 @@ def json_value(value: Any, column_type: str = "") -> Any:
     """A value from the server (PyMySQL's or the binary log's Python value) for JSON.
 
     ``column_type`` (as ``information_schema`` writes it: ``binary(4)``, ``bit(10)``,
-    ``float unsigned``) makes the two paths give one form where their libraries differ:
-    a ``BINARY(n)`` keeps its zero padding (the log's reader strips it), a ``BIT(n)`` is
-    its n binary digits (PyMySQL gives bytes), a ``FLOAT`` has the six significant
-    digits the server writes (the log holds the exact single-precision value).
+    ``float unsigned``) makes the two paths give one form, the text ``SELECT *`` shows,
+    where their libraries differ: a ``BINARY(n)`` keeps its zero padding (the log's
+    reader strips it), a ``BIT(n)`` is its n binary digits (PyMySQL gives bytes), a
+    ``FLOAT`` has the six significant digits the server writes (the log holds the exact
+    single-precision value), a ``DECIMAL(p,s)`` every digit of its scale and never an
+    exponent, a ``TIME(n)``, ``DATETIME(n)`` or ``TIMESTAMP(n)`` its n fractional digits
+    (and a ``TIME`` its hours, beyond a day and signed).
     """
     kind, _, size = column_type.partition("(")
     kind = kind.split()[0] if kind else ""
-    width = int(size.split(")")[0]) if size.split(")")[0].isdigit() else 1
+    sizes = [int(part) for part in size.split(")")[0].split(",") if part.strip().isdigit()]
+    width = sizes[0] if sizes else 1
     if kind == "bit" and isinstance(value, (bytes, bytearray)):
         return format(int.from_bytes(value, "big"), f"0{width}b")
     if kind == "binary" and isinstance(value, (bytes, bytearray, str)):
@@ -224,19 +228,43 @@ def json_value(value: Any, column_type: str = "") -> Any:
     if kind == "float" and isinstance(value, float) and math.isfinite(value):
         return float(f"{value:.6g}")
     if isinstance(value, decimal.Decimal):
-        return str(value)
+        if kind == "decimal" and len(sizes) == 2 and value.is_finite():
+            value = value.quantize(decimal.Decimal(1).scaleb(-sizes[1]), context=_WIDE)
+        return f"{value:f}"
+    fraction = sizes[0] if sizes and kind in ("time", "datetime", "timestamp") else None
     if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
+        return _with_fraction(value.strftime("%Y-%m-%d %H:%M:%S"), value.microsecond, fraction)
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, dt.timedelta):
-        return str(value)
+        return _time_text(value, fraction)
     if isinstance(value, (bytes, bytearray)):
         try:
             return bytes(value).decode("utf-8")
         except UnicodeDecodeError:
             return bytes(value).hex()
     return value
+
+
+# DECIMAL(65,30) has 65 digits: more than the default context's 28.
+_WIDE = decimal.Context(prec=100)
+
+
+def _with_fraction(text: str, microseconds: int, digits: int | None) -> str:
+    """``text`` with the fractional seconds a column of ``digits`` shows (None: as needed)."""
+    if digits is None:
+        digits = 6 if microseconds else 0
+    return f"{text}.{microseconds:06d}"[: len(text) + 1 + digits] if digits else text
+
+
+def _time_text(value: dt.timedelta, digits: int | None) -> str:
+    """A ``TIME`` as the server writes it: ``-838:59:59.000`` (hours beyond a day, signed)."""
+    total = abs(value) // dt.timedelta(microseconds=1)
+    seconds, microseconds = divmod(total, 1_000_000)
+    minutes, second = divmod(seconds, 60)
+    hours, minute = divmod(minutes, 60)
+    sign = "-" if value < dt.timedelta(0) else ""
+    return _with_fraction(f"{sign}{hours:02d}:{minute:02d}:{second:02d}", microseconds, digits)
 
 
 def row_image(

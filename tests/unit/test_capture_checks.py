@@ -89,3 +89,42 @@ def test_a_captured_table_is_checked_with_the_config() -> None:
     _, problems = parse_table_config(config, f"tables/{TABLE}.yml")
     assert any("read on one connection" in p and "remove partitions" in p for p in problems)
     assert any("remove partition_column" in p for p in problems)
+
+
+@pytest.mark.parametrize(
+    ("value", "column_type", "selected"),
+    [
+        # What `SELECT *` shows (issue 41's third form): hours beyond a day, signed.
+        (dt.timedelta(hours=-838, minutes=-59, seconds=-59), "time(3)", "-838:59:59.000"),
+        (
+            dt.timedelta(hours=838, minutes=59, seconds=59, microseconds=999000),
+            "time(3)",
+            "838:59:59.999",
+        ),
+        (dt.timedelta(minutes=-10), "time", "-00:10:00"),
+        # Every digit of the scale, never an exponent.
+        (
+            "-0.000000000000000000000000000001",
+            "decimal(65,30)",
+            "-0.000000000000000000000000000001",
+        ),
+        ("1.5", "decimal(65,30)", "1.500000000000000000000000000000"),
+        ("0E-30", "decimal(65,30)", "0.000000000000000000000000000000"),
+        # The column's fractional digits, as the server writes them.
+        (dt.datetime(2024, 1, 1, 10), "datetime(6)", "2024-01-01 10:00:00.000000"),
+        (dt.datetime(2024, 1, 1, 10, 0, 0, 125000), "timestamp(3)", "2024-01-01 10:00:00.125"),
+        (dt.datetime(2024, 1, 1, 10), "datetime", "2024-01-01 10:00:00"),
+        (b"a", "binary(3)", "a\x00\x00"),
+        (b"\x00\x05", "bit(10)", "0000000101"),
+    ],
+)
+def test_a_mariadb_value_lands_as_select_shows_it(
+    value: object, column_type: str, selected: str
+) -> None:
+    import decimal
+
+    from hashcdc.capture.mariadb_source import json_value
+
+    if isinstance(value, str):
+        value = decimal.Decimal(value)
+    assert json_value(value, column_type) == selected
