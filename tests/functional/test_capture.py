@@ -453,11 +453,13 @@ def test_check_names_what_to_change(
 
 
 def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
-    orders: Any, postgres: Any
+    project: Any, orders: Any, postgres: Any
 ) -> None:
     """The snapshot's JSON lines come from the server (``row_to_json`` in a ``COPY``); each
     value must be the one the stream gives the same text, and the page ranges read side by
-    side must hold every row once."""
+    side must hold every row once. Then the third form (issue 41): the table captured,
+    half of it updated in another column, both dates run: ``current`` equals ``SELECT *``
+    row by row, each column cast to its configured type."""
     import io
 
     import psycopg2
@@ -477,7 +479,8 @@ def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
         "n numeric(12,4), r real, d double precision, b boolean, t text, v varchar(10), "
         "day date, ts timestamp, tz timestamptz, u uuid, raw bytea, j jsonb, i interval, "
         f"c char(6), code public.{name}_code, mood public.{name}_mood, ip inet, m money, "
-        "nn numeric, tm time(3), ttz timetz, bits bit(4), vbits varbit, js json); "
+        "nn numeric, tm time(3), ttz timetz, bits bit(4), vbits varbit, js json, "
+        "touch int default 0); "
         f"insert into public.{name} values (1, 1, 9007199254740993, 42, 12.5, 1.1, 'NaN', "
         """true, 'say "hi" \\ back', 'é', '2024-02-29', '2024-01-01 10:00:00.123456', """
         "'2024-01-01 10:00:00+02', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '\\x00ff', "
@@ -528,6 +531,82 @@ def test_the_snapshots_server_built_json_is_the_streams_in_every_page_range(
     assert by_id[3]["t"] == "line\nbreak\ttab\x01ctl", by_id[3]
     # Issue 41: char(n) keeps its padding (a cast to text strips it), inet its own form.
     assert (by_id[1]["c"], by_id[1]["code"], by_id[1]["ip"]) == ("ab    ", "x   ", "10.0.0.1")
+
+    # The third form: through capture and a run, against SELECT * as the server sends it.
+    config = captured_config(postgres.port, name, name)
+    config["columns"] = [
+        {"name": column, "type": POSTGRESQL_LAKE_TYPES.get(column, "string"), "key": column == "id"}
+        for column in by_id[1]
+    ]
+    project.add_table(config)
+    root = ["--project-dir", str(project.root)]
+    assert main([*root, "capture", "--once", "--date", FIRST]) == 0
+    postgres.psql(f"update public.{name} set touch = 1 where id % 2 = 0", SOURCE_DATABASE)
+    assert main([*root, "capture", "--once", "--date", SECOND]) == 0
+    assert main([*root, "run", "--date", FIRST, SECOND, "--select", name]) == 0
+    lake = {row["id"]: row for row in project.rows(f"select * from {name}_current")}
+    selected = {int(key): row for key, row in _postgresql_select_all(postgres.port, name).items()}
+    assert sorted(lake) == sorted(selected) == list(range(1, 3001))
+    unequal = {
+        (key, column): (lake[key][column], text)
+        for key, row in selected.items()
+        for column, text in row.items()
+        if not _same_as_postgresql_selected(lake[key][column], text, column)
+    }
+    assert not unequal, unequal
+
+
+# The type each column of the PostgreSQL types table is configured with in the lake
+# (text where an edge value has no lake type: BC dates, infinity, NaN in numeric).
+POSTGRESQL_LAKE_TYPES = {
+    "id": "int",
+    "small": "smallint",
+    "big": "bigint",
+    "o": "bigint",
+    "n": "decimal(12,4)",
+    "r": "float",
+    "d": "double",
+    "b": "boolean",
+    "touch": "int",
+}
+
+
+def _postgresql_select_all(port: int, name: str) -> dict[str, dict[str, Any]]:
+    """``SELECT *`` as the server sends it: each value its type's text, keyed by id."""
+    connection = psycopg2.connect(host=LOOPBACK, port=port, dbname=SOURCE_DATABASE, user="hashcdc")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"select * from public.{name} limit 0")
+            oids = tuple({column.type_code for column in cursor.description})
+            as_sent = psycopg2.extensions.new_type(oids, "AS_SENT", lambda v, _: v)
+            psycopg2.extensions.register_type(as_sent, cursor)
+            cursor.execute(f"select * from public.{name}")
+            names = [column.name for column in cursor.description]
+            return {values[0]: dict(zip(names, values, strict=True)) for values in cursor}
+    finally:
+        connection.close()
+
+
+def _same_as_postgresql_selected(value: Any, text: str | None, column: str) -> bool:
+    """Whether the lake's value is the server's text ``text``, by the column's lake type."""
+    import decimal
+    import math
+    import struct
+
+    if text is None or value is None:
+        return text is None and value is None
+    kind = POSTGRESQL_LAKE_TYPES.get(column, "string")
+    if kind == "boolean":
+        return value == (text == "t")
+    if kind in ("float", "double"):
+        number = float(text)
+        if kind == "float":
+            number = struct.unpack("f", struct.pack("f", number))[0]
+        # By value: -0.0 is 0.0 in the lake (one value, as the hashes' canonical form has it).
+        return (math.isnan(number) and math.isnan(value)) or value == number
+    if kind != "string":
+        return decimal.Decimal(str(value)) == decimal.Decimal(text)
+    return value == text
 
 
 def test_a_dropped_slot_stops_with_the_way_back(
