@@ -68,13 +68,13 @@ def cmd_compact(args: argparse.Namespace) -> int:
     """Compact the states and histories (OPTIMIZE); drop the files of versions not kept."""
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.pipeline.evolution.upgrade import history_tables, state_tables
-    from hashcdc.state.audit import project_var
+    from hashcdc.state.audit import state_dates_kept
     from hashcdc.state.maintenance import compact
 
     project_dir = find_project_dir(args.project_dir)
     configs = load_table_configs(project_dir / "tables")
     names = set(args.select or [t.name for t in configs])
-    kept = int(str(project_var(project_dir, "hashcdc_state_snapshots_kept")))
+    kept = state_dates_kept(project_dir)
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
     schema = profile_output(project_dir, args.target)["schema"]

@@ -19,7 +19,7 @@ from hashcdc.config import TableConfig
 from hashcdc.dates import session_business_date
 from hashcdc.errors import InputDataError
 from hashcdc.pipeline.columns import ROW_ERRORS, SOURCE_FILE
-from hashcdc.pipeline.feed import PriorSnapshot, fail_on_conflicting_events, report_skipped_events
+from hashcdc.pipeline.feed import PriorState, fail_on_conflicting_events, report_skipped_events
 from hashcdc.pipeline.rejects import with_row_numbers
 from hashcdc.pipeline.stage import state_table
 
@@ -85,7 +85,7 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     loaded = written.where(F.col(ROW_ERRORS).isNull())
     if table.is_feed:
         fail_on_conflicting_events(table, date, loaded)
-        prior = PriorSnapshot.read(spark, state_table(dbt.this.schema, table), date)
+        prior = PriorState.read(spark, state_table(dbt.this.schema, table), date)
         report_skipped_events(table, date, loaded, prior)
     elif not table.duplicates_keep_last_by:
         _fail_on_duplicate_keys(table, date, loaded)

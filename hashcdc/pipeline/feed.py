@@ -18,7 +18,7 @@ compared columns, ``before_keyhash`` (an update whose before image has another i
 ``event_op`` (``c``/``u``/``d``/``r``/``t``; null for a tombstone, which is only counted),
 ``event_sequence`` (a struct of the ``sequence_by`` fields, typed, compared field by field),
 ``event_id`` (a hash of the event's content) and ``is_new_event`` (no earlier date applied
-it: :class:`PriorSnapshot`, the one place that decides). Values are decoded by the event's
+it: :class:`PriorState`, the one place that decides). Values are decoded by the event's
 schema when it carries one; a connector's placeholder for a value it could not read means
 "unchanged" and is filled from the key's value before the event. Events that cannot be
 applied get ``_row_errors`` like any rejected row. JSON is parsed once per line into a
@@ -26,7 +26,7 @@ VARIANT; every field is taken from it with native functions, nothing runs in Pyt
 event.
 
 Over 400 lines: the events' typing, identity, order and what earlier dates applied
-(:class:`PriorSnapshot`) are one stage built in one plan, sharing the raw events' columns;
+(:class:`PriorState`) are one stage built in one plan, sharing the raw events' columns;
 reading the formats is :mod:`hashcdc.pipeline.inputs`', applying the events the state macros'.
 """
 
@@ -239,7 +239,7 @@ def _event_id(table: TableConfig) -> Column:
 
 
 def typed_events(
-    raw: DataFrame, table: TableConfig, values_map: Column, prior: PriorSnapshot
+    raw: DataFrame, table: TableConfig, values_map: Column, prior: PriorState
 ) -> DataFrame:
     """Cast, check and hash the events of :func:`raw_events` / :func:`raw_table_events`.
 
@@ -251,7 +251,7 @@ def typed_events(
         The feed's table config.
     values_map : Column
         The raw values by column name, kept for rejected events.
-    prior : PriorSnapshot
+    prior : PriorState
         The state before the business date: its watermark, the events applied at the
         watermark's position, and the rows that fill unavailable values.
 
@@ -406,7 +406,7 @@ def read_phase(operation: Column) -> Column:
 
 
 @dataclass(frozen=True)
-class PriorSnapshot:
+class PriorState:
     """The state before a business date, as the change-event stage needs it.
 
     ``rows`` is ``<name>_state`` at the version of the latest date before it (None before
@@ -418,7 +418,7 @@ class PriorSnapshot:
     rows: DataFrame | None
 
     @classmethod
-    def read(cls, spark: SparkSession, state: str | None, date: str) -> PriorSnapshot:
+    def read(cls, spark: SparkSession, state: str | None, date: str) -> PriorState:
         """``state`` as of the latest date before ``date`` (the version its log names)."""
         if state is None or not spark.catalog.tableExists(state):
             return cls(None)
@@ -467,7 +467,7 @@ class PriorSnapshot:
         """Replace unavailable values by the key's value before the event.
 
         That is the latest value of the column among the key's earlier new events of the
-        date that carried it, or else the previous snapshot's value (of the before image's
+        date that carried it, or else the previous state's value (of the before image's
         key). Called only when some event of the date holds a placeholder (a key's
         earlier events need a window over the date's events).
         """
@@ -538,7 +538,7 @@ def fail_on_conflicting_events(table: TableConfig, date: str, loaded: DataFrame)
 
 
 def report_skipped_events(
-    table: TableConfig, date: str, loaded: DataFrame, prior: PriorSnapshot
+    table: TableConfig, date: str, loaded: DataFrame, prior: PriorState
 ) -> None:
     """Say how many loaded events were not applied, and how many tombstones were ignored.
 

@@ -45,7 +45,7 @@ from hashcdc.pipeline.columns import (
 from hashcdc.pipeline.evolution.tables import evolve_tables, infer_additions, record_additions
 from hashcdc.pipeline.evolution.upgrade import upgrade_states
 from hashcdc.pipeline.extract import extract_files
-from hashcdc.pipeline.feed import PriorSnapshot, typed_events
+from hashcdc.pipeline.feed import PriorState, typed_events
 from hashcdc.pipeline.hashing import row_hashes, with_hashes
 from hashcdc.pipeline.inputs import table_reader
 
@@ -157,7 +157,7 @@ def typecast_and_hash(
     # The columns the date's extract carries, with the types it is read with.
     read = table.as_read_on(date)
     if table.is_feed:
-        prior = PriorSnapshot.read(spark, state_table(schema, table), date)
+        prior = PriorState.read(spark, state_table(schema, table), date)
         return _stage_columns(_event_stage(spark, read, files, prior), table, date)
     typed = _typed_with_errors(table_reader(read).read_rows(spark, read, files), read)
     hashed = with_hashes(typed, row_hashes(read))
@@ -186,7 +186,7 @@ def checked_extract(spark: SparkSession, table: TableConfig, business_date: str)
 
 
 def _event_stage(
-    spark: SparkSession, table: TableConfig, files: list[str], prior: PriorSnapshot
+    spark: SparkSession, table: TableConfig, files: list[str], prior: PriorState
 ) -> DataFrame:
     """The events of a change feed, cast and hashed: one row per event (``pipeline.feed``)."""
     raw = table_reader(table).raw_events(spark, table, files)

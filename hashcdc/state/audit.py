@@ -51,6 +51,29 @@ def project_var(project_dir: Path, name: str) -> object:
     return project["vars"][name]
 
 
+# The var's earlier name, still read where a project sets it (the macro state_dates_kept
+# reads it the same way for the runs).
+EARLIER_DATES_KEPT_VAR = "hashcdc_state_snapshots_kept"
+DATES_KEPT_VAR = "hashcdc_state_dates_kept"
+
+
+def state_dates_kept(project_dir: Path) -> int:
+    """Of how many of the latest dates a state keeps its versions (``dbt_project.yml``).
+
+    A project that still sets the var's earlier name gets its value, and a warning.
+    """
+    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text(encoding="utf-8"))
+    found = project.get("vars") or {}
+    if found.get(EARLIER_DATES_KEPT_VAR) is not None:
+        print(
+            f"hashcdc: the dbt var {EARLIER_DATES_KEPT_VAR} is now {DATES_KEPT_VAR}; its "
+            f"value ({found[EARLIER_DATES_KEPT_VAR]}) is used: rename it in dbt_project.yml",
+            file=sys.stderr,
+        )
+        return int(found[EARLIER_DATES_KEPT_VAR])
+    return int(found[DATES_KEPT_VAR])
+
+
 def _exists(spark: Any, table: str) -> bool:
     return bool(spark.catalog.tableExists(table))
 

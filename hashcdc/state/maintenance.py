@@ -4,7 +4,7 @@ A date's MERGE adds a few small files and deletion vectors; reads stay fast for 
 dates (docs/performance.md), and compaction rewrites them into large files: ``OPTIMIZE``,
 one commit that changes no row, so time travel and reruns are unaffected. Retention then
 removes the files no kept version needs: the versions of the latest
-``hashcdc_state_snapshots_kept`` dates (dbt_project.yml) stay readable and restorable
+``hashcdc_state_dates_kept`` dates (dbt_project.yml) stay readable and restorable
 (a rerun of the latest date restores the one before it), older ones are ``VACUUM``-ed. The
 oldest date kept is recorded as the table property ``hashcdc.kept_since``.
 

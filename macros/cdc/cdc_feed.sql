@@ -17,7 +17,7 @@ with
     incoming, this if previous else none, previous, columns, hash_column) }},
 
 previous_state as (
-    {{- hashcdc._previous_snapshot(
+    {{- hashcdc._previous_state_rows(
         this if previous else none, previous, 'applied_events',
         columns + ['keyhash', 'nonkeyhash', 'event_sequence'],
         typed_extras=dict(
@@ -325,13 +325,13 @@ bookkeeping as (
 {%- set business_date = hashcdc.business_date() -%}
 {%- set incoming = hashcdc.stage_relation(incoming) -%}
 previous_watermark as (
-    {{- hashcdc._previous_snapshot(
+    {{- hashcdc._previous_state_rows(
         state, previous, incoming, ['event_sequence'], operations=['W']) }}
 ),
 
 previous_applied as (
     {#- The events applied at the previous watermark's position (their event_id). -#}
-    {{- hashcdc._previous_snapshot(
+    {{- hashcdc._previous_state_rows(
         state, previous, incoming, ['keyhash', 'nonkeyhash', 'event_sequence'],
         operations=['A']) }}
 ),

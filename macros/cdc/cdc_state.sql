@@ -38,7 +38,7 @@ rejected_keys as (
 previous_state as (
     {#- Only the columns the comparison uses are read: the hashes, the dates, and the
         payload only when the table's shape changed (only_shape_differs). #}
-    {{- hashcdc._previous_snapshot(
+    {{- hashcdc._previous_state_rows(
         this, previous, 'incoming', columns + ['keyhash', 'nonkeyhash'],
         typed_extras={
             'operation': 'string', 'eff_start_date': 'date', 'seen_date': 'date',
@@ -58,7 +58,7 @@ supplied_previous_state as (
 ),
 
 previous_counts as (
-    {{- hashcdc._previous_snapshot(
+    {{- hashcdc._previous_state_rows(
         this, previous, 'incoming', [], typed_extras={'operation_counts': 'map<string, bigint>'},
         operations=['W']) }}
 ),

@@ -49,11 +49,25 @@
         {%- set done = adapter.hashcdc_compact_if_due(
             state,
             var('hashcdc_compact_every_dates', 0),
-            var('hashcdc_state_snapshots_kept'),
+            hashcdc.state_dates_kept(),
         ) -%}
         {%- if done -%}
             {{ log(done, info=true) }}
         {%- endif -%}
     {%- endif -%}
     {{ return('') }}
+{% endmacro %}
+
+
+{% macro state_dates_kept() %}
+    {#- var('hashcdc_state_dates_kept'), or the value a project still sets under its earlier
+        name (hashcdc_state_snapshots_kept), with a warning that says the new one. -#}
+    {%- set earlier = var('hashcdc_state_snapshots_kept', none) -%}
+    {%- if earlier is not none -%}
+        {%- do exceptions.warn(
+            "hashcdc: the dbt var hashcdc_state_snapshots_kept is now hashcdc_state_dates_kept; "
+            ~ "its value (" ~ earlier ~ ") is used: rename it in dbt_project.yml") -%}
+        {{ return(earlier) }}
+    {%- endif -%}
+    {{ return(var('hashcdc_state_dates_kept')) }}
 {% endmacro %}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from hashcdc.config import parse_table_config
@@ -144,3 +146,17 @@ def test_the_report_has_a_panel_per_table_however_many_tables_there_are() -> Non
     page = render_report(rows, [table("t00"), table("t01", enabled=False)], dt.date(2024, 3, 3))
     assert all(f'id="{chart}"' in page for chart in CHART_IDS)
     assert "<td>t01</td><td>paused</td>" in page and "<td>t39</td><td>removed</td>" in page
+
+
+def test_the_dates_kept_var_is_read_under_its_earlier_name_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from hashcdc.state.audit import state_dates_kept
+
+    project = tmp_path / "dbt_project.yml"
+    project.write_text("name: p\nvars:\n  hashcdc_state_dates_kept: 5\n")
+    assert state_dates_kept(tmp_path) == 5
+    assert capsys.readouterr().err == ""
+    project.write_text("name: p\nvars:\n  hashcdc_state_snapshots_kept: 3\n")
+    assert state_dates_kept(tmp_path) == 3
+    assert "is now hashcdc_state_dates_kept" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-{% macro _previous_snapshot(state, previous, empty_like, columns, typed_extras={}, operations=['I', 'U', 'N', 'X']) %}
+{% macro _previous_state_rows(state, previous, empty_like, columns, typed_extras={}, operations=['I', 'U', 'N', 'X']) %}
 {#- A select of the previous state's rows with the given operations, read at the version
     of `previous` (previous_state's dict: that version, whatever was committed after it;
     `last_version` none: the table as it is when the query runs);
