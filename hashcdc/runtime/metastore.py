@@ -136,7 +136,7 @@ def _process(pid: int) -> Holder:
         # An ending process: the kernel has let go of its memory (its command line reads
         # empty) but not yet of its files and locks; it releases them within moments.
         return Holder(pid, "a process that is ending", started, True)
-    if words and Path(words[0]).name == "java":
+    if Path(words[0]).name == "java":
         parent = _parent(pid)
         parent_words, parent_started = _command_line(parent) if parent else (None, "")
         if parent_words and "python" in Path(parent_words[0]).name:

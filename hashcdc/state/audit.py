@@ -45,10 +45,15 @@ def audit_table(project_dir: Path) -> str:
     return str(project_var(project_dir, AUDIT_TABLE_VAR))
 
 
+def project_vars(project_dir: Path) -> dict[str, Any]:
+    """The vars of the project's ``dbt_project.yml``."""
+    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text(encoding="utf-8"))
+    return project.get("vars") or {}
+
+
 def project_var(project_dir: Path, name: str) -> object:
     """A var of the project's ``dbt_project.yml``."""
-    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text(encoding="utf-8"))
-    return project["vars"][name]
+    return project_vars(project_dir)[name]
 
 
 # The var's earlier name, still read where a project sets it (the macro state_dates_kept
@@ -62,8 +67,7 @@ def state_dates_kept(project_dir: Path) -> int:
 
     A project that still sets the var's earlier name gets its value, and a warning.
     """
-    project = yaml.safe_load((project_dir / "dbt_project.yml").read_text(encoding="utf-8"))
-    found = project.get("vars") or {}
+    found = project_vars(project_dir)
     if found.get(EARLIER_DATES_KEPT_VAR) is not None:
         print(
             f"hashcdc: the dbt var {EARLIER_DATES_KEPT_VAR} is now {DATES_KEPT_VAR}; its "

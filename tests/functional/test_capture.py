@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import decimal
 import json
+import math
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -589,24 +592,26 @@ def _postgresql_select_all(port: int, name: str) -> dict[str, dict[str, Any]]:
 
 def _same_as_postgresql_selected(value: Any, text: str | None, column: str) -> bool:
     """Whether the lake's value is the server's text ``text``, by the column's lake type."""
-    import decimal
-    import math
-    import struct
-
     if text is None or value is None:
         return text is None and value is None
-    kind = POSTGRESQL_LAKE_TYPES.get(column, "string")
-    if kind == "boolean":
+    lake_type = POSTGRESQL_LAKE_TYPES.get(column, "string")
+    if lake_type == "boolean":
         return value == (text == "t")
-    if kind in ("float", "double"):
-        number = float(text)
-        if kind == "float":
-            number = struct.unpack("f", struct.pack("f", number))[0]
-        # By value: -0.0 is 0.0 in the lake (one value, as the hashes' canonical form has it).
-        return (math.isnan(number) and math.isnan(value)) or value == number
-    if kind != "string":
-        return decimal.Decimal(str(value)) == decimal.Decimal(text)
+    if lake_type != "string":
+        return _same_number(lake_type, value, text)
     return value == text
+
+
+def _same_number(lake_type: str, value: Any, text: str) -> bool:
+    """Whether a lake number is the one the server's text writes (a ``float`` at single
+    precision, NaN as NaN; by value: -0.0 is 0.0 in the lake, one value, as the hashes'
+    canonical form has it)."""
+    if lake_type in ("float", "double"):
+        number = float(text)
+        if lake_type == "float":
+            number = struct.unpack("f", struct.pack("f", number))[0]
+        return (math.isnan(number) and math.isnan(value)) or value == number
+    return decimal.Decimal(str(value)) == decimal.Decimal(text)
 
 
 def test_a_dropped_slot_stops_with_the_way_back(
@@ -961,29 +966,22 @@ def _same_as_selected(source_type: str, row: dict[str, Any], column: str, text: 
     By docs/capture.md's type table: bytes as UTF-8 text (else hex), BIT as its binary
     digits, numbers by value (FLOAT at single precision), times by instant.
     """
-    import decimal
-    import struct
-
     value = row[column]
     if text is None or value is None:
         return text is None and value is None
-    kind = source_type.split("(")[0].split()[0]
-    if kind == "bit":
-        width = source_type.split("(")[1].split(")")[0]
+    if source_type.startswith("bit("):
+        width = source_type.removeprefix("bit(").split(")")[0]
         return value == format(int.from_bytes(text, "big"), f"0{width}b")
     if isinstance(text, bytes):
         try:
             return value == text.decode("utf-8")
         except UnicodeDecodeError:
             return value == text.hex()
-    if kind == "float":
-        return value == struct.unpack("f", struct.pack("f", float(text)))[0]
-    if kind == "double":
-        return value == float(text)
-    if kind in ("datetime", "timestamp"):
+    lake_type = MARIADB_LAKE_TYPES.get(column, "string")
+    if lake_type == "timestamp":
         return dt.datetime.fromisoformat(row[f"{column}_text"]) == dt.datetime.fromisoformat(text)
-    if kind == "date":
+    if lake_type == "date":
         return value == dt.date.fromisoformat(text)
-    if column in MARIADB_LAKE_TYPES:
-        return decimal.Decimal(str(value)) == decimal.Decimal(text)
+    if lake_type != "string":
+        return _same_number(lake_type, value, text)
     return value == text
