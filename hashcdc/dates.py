@@ -1,6 +1,8 @@
-"""Business dates: the one check of the ``YYYY-MM-DD`` form, for the CLI and the stage.
+"""Business dates: the one check of the ``YYYY-MM-DD`` form.
 
-(dbt's own entry point checks the same form in the ``business_date`` macro.)
+The CLI checks its ``--date`` arguments with it, and the ``business_date`` macro checks the
+dbt var ``business_date`` with it (through the adapter), so that a date is accepted or
+refused by the same rule whichever way it is given.
 """
 
 from __future__ import annotations
@@ -11,19 +13,10 @@ from typing import Any
 
 from hashcdc.errors import HashcdcError
 
-# How `hashcdc run` gives dbt the business date: an environment variable read at run time
-# (the `business_date` macro), not a dbt var, so that dbt's partial parsing keeps working
-# from one date to the next (a changed `--vars` makes dbt parse the whole project again).
-BUSINESS_DATE_ENV = "HASHCDC_BUSINESS_DATE"
-# The Spark session setting in which the Python models find the date: set before each of
-# them runs by the pre-hook `set_business_date_conf` (the macro names it too).
-BUSINESS_DATE_CONF = "hashcdc.business_date"
-
 _FORM = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 NOT_SET = (
-    "business_date is not set: run `hashcdc run --date YYYY-MM-DD`, "
-    "`dbt build --vars '{business_date: YYYY-MM-DD}'` or "
-    f"`{BUSINESS_DATE_ENV}=YYYY-MM-DD dbt build`"
+    "business_date is not set: run `hashcdc run --date YYYY-MM-DD` or "
+    "`dbt build --vars '{business_date: YYYY-MM-DD}'`"
 )
 
 
@@ -46,11 +39,6 @@ def parse_business_date(value: Any) -> str:
     except ValueError:
         raise HashcdcError(f"business_date {text!r} is not a date in YYYY-MM-DD form") from None
     return text
-
-
-def session_business_date(spark: Any) -> str:
-    """The business date a Python model runs for (the session setting of its pre-hook)."""
-    return parse_business_date(spark.conf.get(BUSINESS_DATE_CONF, None))
 
 
 def partition_dates(spark: Any, table: str) -> list[str]:

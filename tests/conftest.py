@@ -116,11 +116,11 @@ class Project:
         return self.write_text(relative, csv_text(header, rows))
 
     # -- running --------------------------------------------------------------
-    def dbt(self, command: str, *args: str) -> DbtOutcome:
+    def dbt(self, command: str, *args: str, business_date: str | None = None) -> DbtOutcome:
         from hashcdc.runtime.project import dbt_args, invoke_dbt
 
         os.chdir(self.root)
-        result = invoke_dbt(dbt_args(command, self.root, args))
+        result = invoke_dbt(dbt_args(command, self.root, args), business_date)
         messages: list[str] = []
         statuses: dict[str, str] = {}
         if result.exception is not None:
@@ -133,10 +133,9 @@ class Project:
         return DbtOutcome(bool(result.success), messages, statuses)
 
     def build(self, business_date: str, *tables: str) -> DbtOutcome:
-        from hashcdc.runtime.project import for_business_date, table_selector
+        from hashcdc.runtime.project import table_selector
 
-        with for_business_date(business_date):
-            return self.dbt("build", *table_selector(tables))
+        return self.dbt("build", *table_selector(tables), business_date=business_date)
 
     @property
     def spark(self) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -18,7 +17,7 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
-from hashcdc.dates import BUSINESS_DATE_ENV
+from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 from hashcdc.pipeline.session_stage import session_stage
 from hashcdc.state.maintenance import compact_if_due
@@ -65,13 +64,15 @@ class HashcdcAdapter(SparkAdapter):
         )
 
     @available
-    def business_date_from_environment(self) -> str | None:
-        """The business date ``hashcdc run`` passes in the environment (None if unset).
+    def hashcdc_business_date(self, value: Any) -> str:
+        """``value`` checked as a business date (:func:`hashcdc.dates.parse_business_date`).
 
-        Read here, at run time, rather than with dbt's ``env_var``, which dbt records at
-        parse time: a new date would then make it parse the project again.
+        The ``business_date`` macro's check: the rule the CLI checks ``--date`` by.
         """
-        return os.environ.get(BUSINESS_DATE_ENV) or None
+        try:
+            return parse_business_date(value)
+        except HashcdcError as exc:
+            raise DbtRuntimeError(str(exc)) from None
 
     @available
     def hashcdc_applied_versions(self, relation: BaseRelation) -> list[dict[str, Any]]:

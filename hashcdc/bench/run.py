@@ -46,7 +46,6 @@ from hashcdc.pipeline.stage import typecast_and_hash
 from hashcdc.relations import Relations
 from hashcdc.runtime.project import (
     dbt_args,
-    for_business_date,
     invoke_dbt,
     profile_output,
     session_with,
@@ -115,8 +114,7 @@ def _build(
     extra = [*extra_args] + ([] if command == "parse" else table_selector([table]))
     if command == "compile":
         extra.append("--quiet")  # else dbt prints the compiled code
-    with for_business_date(business_date):
-        seconds, result = _timed(lambda: invoke_dbt(dbt_args(command, work, extra)))
+    seconds, result = _timed(lambda: invoke_dbt(dbt_args(command, work, extra), business_date))
     if not result.success:
         raise RuntimeError(f"bench: dbt {command} for {business_date} failed")
     if per_model is not None:

@@ -16,7 +16,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
-from hashcdc.dates import session_business_date
 from hashcdc.errors import InputDataError
 from hashcdc.pipeline.columns import ROW_ERRORS, SOURCE_FILE
 from hashcdc.pipeline.feed import PriorState, fail_on_conflicting_events, report_skipped_events
@@ -75,7 +74,7 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
 
     """
     table = TableConfig.from_dict(dbt.config.meta_get("hashcdc_table"))
-    date = session_business_date(spark)
+    date = dbt.business_date
     counts = written.agg(
         F.count(F.lit(1)).alias("rows"), F.count(ROW_ERRORS).alias("rejected")
     ).first()

@@ -16,7 +16,7 @@ from typing import Any
 from dbt_common.invocation import get_invocation_id
 
 from hashcdc.config import load_table_configs
-from hashcdc.runtime.project import dbt_args, for_business_date, invoke_dbt, table_selector
+from hashcdc.runtime.project import dbt_args, invoke_dbt, table_selector
 from hashcdc.state import audit
 
 
@@ -97,8 +97,7 @@ def build_dates(
         if selector and run.also_select:
             selector += run.also_select
         args = [*run.extra, *selector, "--log-path", str(log_dir)]
-        with for_business_date(run.business_date):
-            result = invoke_dbt(dbt_args("build", project_dir, args))
+        result = invoke_dbt(dbt_args("build", project_dir, args), run.business_date)
         if after_build:
             after_build(result, time.perf_counter() - started)
         rows = audit.invocation_rows(spark, table, [get_invocation_id()])

@@ -29,7 +29,7 @@ from typing import Any
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
-from hashcdc.dates import parse_business_date, session_business_date
+from hashcdc.dates import parse_business_date
 from hashcdc.pipeline.stage import typecast_and_hash
 from hashcdc.relations import Relations
 
@@ -167,19 +167,19 @@ def session_stage(
     return view
 
 
-def relation_reader(spark: SparkSession, table_data: dict[str, Any] | None, schema: str) -> Any:
+def relation_reader(
+    spark: SparkSession, table_data: dict[str, Any] | None, schema: str, business_date: str
+) -> Any:
     """The function a Python model's ``dbt.ref`` reads relations with.
 
     The model's own table's stage (``schema.stg_<table>``) is read from the session
-    (:func:`session_stage`); any other relation is read from the catalog.
+    (:func:`session_stage`, of ``business_date``); any other relation from the catalog.
     """
     stage = Relations(table_data["name"], schema).stage.lower() if table_data else None
 
     def read(relation: str) -> DataFrame:
         if stage is not None and _relation_key(relation) == stage:
-            return spark.table(
-                session_stage(spark, relation, table_data or {}, session_business_date(spark))
-            )
+            return spark.table(session_stage(spark, relation, table_data or {}, business_date))
         return spark.table(relation)
 
     return read

@@ -15,7 +15,7 @@ import pytest
 from oracle import Version, apply_extract
 
 from hashcdc.pipeline.session_stage import release_stage, view_name
-from hashcdc.runtime.project import for_business_date, table_selector
+from hashcdc.runtime.project import table_selector
 from hashcdc.state.versions import commit_metadata_statement
 
 COLUMNS = ["region", "id", "name", "amount", "score", "active", "born", "updated_at"]
@@ -246,8 +246,7 @@ def test_four_dates_match_the_oracle(project: Any, extract_type: str) -> None:
             project.spark.sql(f"delete from {name}_state where region = 'sa' and id = 3")
         finally:
             project.spark.sql(commit_metadata_statement(None))
-        with for_business_date(DATES[-1]):
-            outcome = project.dbt("test", *table_selector([name]))
+        outcome = project.dbt("test", *table_selector([name]), business_date=DATES[-1])
         failed = [node for node, status in outcome.statuses.items() if status == "fail"]
         assert [node.split("_customers")[0] for node in failed] == [
             "hashcdc_operation_counts_reconcile"
@@ -281,12 +280,10 @@ def test_rerunning_the_latest_date_is_idempotent(project: Any) -> None:
         )
 
     before = snapshot()
-    # The re-run goes the plain dbt way, the date as a var; a var wins over the environment
-    # (here an older date, which would be refused).
-    with for_business_date("2024-02-28"):
-        outcome = project.dbt(
-            "build", "--vars", json.dumps({"business_date": DATES[1]}), *table_selector([name])
-        )
+    # The re-run goes the plain dbt way: the date as a var, the project parsed with it.
+    outcome = project.dbt(
+        "build", "--vars", json.dumps({"business_date": DATES[1]}), *table_selector([name])
+    )
     assert outcome.success, outcome.text
     assert snapshot() == before
 
@@ -308,9 +305,8 @@ def test_the_stage_is_kept_in_the_session_and_computed_again_for_a_command_witho
     # again from the date's extract (and its tests pass on it).
     release_stage(spark, stage)
     assert not spark.catalog.tableExists(view)
-    with for_business_date(DATES[1]):
-        tested = project.dbt("test", "--select", f"{name}_state")
-        rejects = project.dbt("run", "--select", f"{name}_rejects")
+    tested = project.dbt("test", "--select", f"{name}_state", business_date=DATES[1])
+    rejects = project.dbt("run", "--select", f"{name}_rejects", business_date=DATES[1])
     assert tested.success, tested.text
     assert rejects.success, rejects.text
     assert spark.table(view).count() == spark.table(f"{name}_current").count()

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from oracle import apply_extract
 
-from hashcdc.runtime.project import for_business_date, table_selector
+from hashcdc.runtime.project import table_selector
 from hashcdc.state.maintenance import compact, dates_since_compaction
 from hashcdc.state.versions import applied_versions, as_of_views
 
@@ -167,8 +167,9 @@ def test_random_extract_sequences_match_the_oracle(
             for (k, tag), (name_value, amount, score) in sorted(rows.items())
         ]
         project.write_text(f"landing/{name}/{business_date}.csv", csv_text(COLUMNS, cells))
-        with for_business_date(business_date):
-            outcome = project.dbt("build", *table_selector([name]), "--vars", policy)
+        outcome = project.dbt(
+            "build", *table_selector([name]), "--vars", policy, business_date=business_date
+        )
         assert outcome.success, outcome.text
 
         typed = [

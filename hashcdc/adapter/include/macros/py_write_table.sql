@@ -66,6 +66,14 @@ writer.saveAsTable("{{ target_relation }}")
 {% macro hashcdc_py_dbt_object(target_relation) %}
 from hashcdc.pipeline.session_stage import relation_reader
 
-dbt = dbtObj(relation_reader(spark, meta_dict.get("hashcdc_table"), "{{ target_relation.schema }}"))
+# The invocation's business date (the `business_date` macro, rendered when the model runs):
+# the model reads it as dbt.business_date, since its config is fixed when dbt parses.
+business_date = "{{ hashcdc.business_date() }}"
+dbt = dbtObj(
+    relation_reader(
+        spark, meta_dict.get("hashcdc_table"), "{{ target_relation.schema }}", business_date
+    )
+)
+dbt.business_date = business_date
 df = model(dbt, spark)
 {%- endmacro -%}
