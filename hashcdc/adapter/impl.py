@@ -20,7 +20,7 @@ from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 from hashcdc.pipeline.session_stage import session_stage
-from hashcdc.state.maintenance import compact_if_due
+from hashcdc.state.maintenance import compact_if_due, deletion_vectors_by_size
 from hashcdc.state.versions import applied_versions, commit_metadata_statement, restore
 
 # Listing a schema while another process replaces one of its tables: tries, then a
@@ -146,6 +146,15 @@ class HashcdcAdapter(SparkAdapter):
             SparkSession.builder.getOrCreate(), table, int(every_dates), int(kept)
         )
         return done.summary() if done else ""
+
+    @available
+    def hashcdc_deletion_vectors_by_size(self, relation: BaseRelation, from_mib: Any) -> str:
+        """Switch a state's deletion vectors on by size (``maintenance``); '' or the log line."""
+        from pyspark.sql import SparkSession
+
+        table = f"{relation.schema}.{relation.identifier}"
+        done = deletion_vectors_by_size(SparkSession.builder.getOrCreate(), table, float(from_mib))
+        return done or ""
 
     @available
     def hashcdc_commit_metadata_statement(

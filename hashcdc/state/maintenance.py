@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from hashcdc.state.versions import (
+    DELETION_VECTORS_PROPERTY,
     KEPT_SINCE_PROPERTY,
     applied_versions,
     commit_date,
     effective_commits,
     is_delta,
     json_object,
+    table_properties,
 )
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -139,3 +141,36 @@ def compact_if_due(spark: Any, table: str, every_dates: int, kept_dates: int) ->
     if dates_since_compaction(history) < every_dates:
         return None
     return compact(spark, table, kept_dates)
+
+
+MIB = 1024 * 1024
+
+
+def deletion_vectors_due(size_bytes: int, from_mib: float, enabled: bool) -> bool:
+    """Whether a state of ``size_bytes`` should switch deletion vectors on now."""
+    return not enabled and size_bytes >= from_mib * MIB
+
+
+def deletion_vectors_by_size(spark: Any, table: str, from_mib: float) -> str | None:
+    """Switch a state's deletion vectors on once it holds ``from_mib`` MiB of data.
+
+    One ``ALTER TABLE`` commit after the date's own, so it belongs to that date's versions
+    (a rerun of the date restores the state from before it and switches them on again).
+    Never off again: a state only grows past the size that made them pay. Returns the
+    line for the log, or None when nothing was done.
+    """
+    if from_mib < 0 or not spark.catalog.tableExists(table):
+        return None
+    if table_properties(spark, table).get(DELETION_VECTORS_PROPERTY, "false") == "true":
+        return None
+    detail = spark.sql(f"describe detail {table}").first()
+    if detail is None or str(detail["format"]).lower() != "delta":
+        return None
+    size = int(detail["sizeInBytes"] or 0)
+    if not deletion_vectors_due(size, from_mib, enabled=False):
+        return None
+    spark.sql(f"alter table {table} set tblproperties ('{DELETION_VECTORS_PROPERTY}' = 'true')")
+    return (
+        f"{table}: {size / MIB:.1f} MiB, deletion vectors switched on from the next date "
+        "(var hashcdc_deletion_vectors_from_mib)"
+    )

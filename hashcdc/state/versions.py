@@ -49,17 +49,25 @@ def untouched_operation(extract_type: str) -> str:
     return "N" if extract_type == "full" else "X"
 
 
+# Deletion vectors: a MERGE marks the rows it replaces instead of rewriting their files.
+# They pay on a large state (a 1%-changed day then writes ~2% of its bytes) and cost about
+# a dozen Spark jobs and 1.5 s a date on a small one, so a state is made without them and
+# the date that brings it to var('hashcdc_deletion_vectors_from_mib') switches them on
+# (hashcdc.state.maintenance.deletion_vectors_by_size). A rewrite keeps the table's value.
+DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
+NEW_STATE_PROPERTIES = {DELETION_VECTORS_PROPERTY: "false"}
+
+
 def state_properties(hash_version: int, extract_type: str | None = None) -> dict[str, str]:
-    """The table properties of a state: hash version, deletion vectors, change data feed.
+    """The table properties of a state: hash version, timestamps, change data feed.
 
     With ``extract_type``, also the operation `current` shows for an untouched key.
+    Deletion vectors are the table's own (:data:`DELETION_VECTORS_PROPERTY`).
     """
     described = {UNTOUCHED_PROPERTY: untouched_operation(extract_type)} if extract_type else {}
     return described | {
         "hashcdc.hash_version": str(hash_version),
         TIMESTAMPS_PROPERTY: MICROS,
-        # A MERGE marks the rows it removes instead of rewriting their files.
-        "delta.enableDeletionVectors": "true",
         # A date's history is read from the change data feed of the date's commit.
         "delta.enableChangeDataFeed": "true",
     }
@@ -338,11 +346,11 @@ def table_properties(spark: Any, table: str) -> dict[str, str]:
 
 
 def own_properties(spark: Any, table: str) -> dict[str, str]:
-    """A table's hashcdc properties (``hashcdc.*``)."""
+    """The properties a rewrite of a table carries over: hashcdc's and deletion vectors'."""
     return {
         key: value
         for key, value in table_properties(spark, table).items()
-        if key.startswith(OWN_PROPERTY_PREFIX)
+        if key.startswith(OWN_PROPERTY_PREFIX) or key == DELETION_VECTORS_PROPERTY
     }
 
 

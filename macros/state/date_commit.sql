@@ -59,6 +59,22 @@
 {% endmacro %}
 
 
+{% macro deletion_vectors_by_size(state) %}
+    {#- Post-hook of a state model, after end_date_commit: switch the state's deletion
+        vectors on once it holds var('hashcdc_deletion_vectors_from_mib') MiB (a state is
+        made without them: on a small one they only cost jobs; hashcdc/state/maintenance.py).
+        A negative value never switches them on. -#}
+    {%- if execute and hashcdc._is_writing_command() -%}
+        {%- set done = adapter.hashcdc_deletion_vectors_by_size(
+            state, var('hashcdc_deletion_vectors_from_mib')) -%}
+        {%- if done -%}
+            {{ log(done, info=true) }}
+        {%- endif -%}
+    {%- endif -%}
+    {{ return('') }}
+{% endmacro %}
+
+
 {% macro state_dates_kept() %}
     {#- var('hashcdc_state_dates_kept'), or the value a project still sets under its earlier
         name (hashcdc_state_snapshots_kept), with a warning that says the new one. -#}

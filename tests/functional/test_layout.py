@@ -4,6 +4,7 @@ vectors)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
@@ -12,6 +13,7 @@ from servers import snapshot_sql
 from hashcdc.codegen import datagen, generate
 from hashcdc.config import load_table_configs
 from hashcdc.pipeline.session_stage import view_name
+from hashcdc.runtime.project import table_selector
 
 DATES = ["2023-09-01", "2023-09-02"]
 TABLE = "lay_rebucket"
@@ -46,10 +48,35 @@ def test_a_new_bucket_count_changes_the_stage_and_a_date_rewrites_no_unchanged_r
         generate.write(project.root, tables)
         return tables[0]
 
-    configure(4)
-    for business_date in DATES:
-        outcome = project.build(business_date, TABLE)
+    def build(business_date: str, deletion_vectors_from_mib: int | None = 0) -> None:
+        chosen = (
+            ["--vars", json.dumps({"hashcdc_deletion_vectors_from_mib": deletion_vectors_from_mib})]
+            if deletion_vectors_from_mib is not None
+            else []
+        )
+        outcome = project.dbt(
+            "build", *table_selector([TABLE]), *chosen, business_date=business_date
+        )
         assert outcome.success, outcome.text
+
+    def deletion_vectors() -> str:
+        properties = {
+            r["key"]: r["value"] for r in project.rows(f"show tblproperties {TABLE}_state")
+        }
+        return properties.get("delta.enableDeletionVectors", "false")
+
+    configure(4)
+    # A small state is made without deletion vectors and stays so by default (32 MiB); the
+    # date that brings it to the var's size (here 0: a rerun of the same date) switches
+    # them on, in a commit of its own after the date's.
+    build(DATES[0], deletion_vectors_from_mib=None)
+    assert deletion_vectors() == "false"
+    build(DATES[0])
+    assert deletion_vectors() == "true"
+    assert project.rows(f"describe history {TABLE}_state limit 1")[0]["operation"] == (
+        "SET TBLPROPERTIES"
+    )
+    build(DATES[1])
     assert _stage_partitions(project, DATES[-1]) == 4
     # Day 2's commit: the changed keys' rows, deletion vectors for the rows they replace;
     # not one unchanged row copied.

@@ -10,6 +10,7 @@ import pytest
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 from hashcdc.runtime.project import _date_invocations, dbt_args, run_vars
+from hashcdc.state.maintenance import MIB, deletion_vectors_due
 
 
 def test_the_date_is_a_var_of_the_command_and_not_of_its_parse(tmp_path: Path) -> None:
@@ -57,3 +58,18 @@ def test_a_given_var_date_is_replaced_by_the_commands(tmp_path: Path) -> None:
 def test_one_rule_refuses_what_is_not_a_calendar_date(value: object) -> None:
     with pytest.raises(HashcdcError, match="business_date"):
         parse_business_date(value)
+
+
+@pytest.mark.parametrize(
+    ("size_mib", "from_mib", "enabled", "due"),
+    [
+        (0.5, 32, False, False),  # a small state keeps them off
+        (32, 32, False, True),  # the date that reaches the size switches them on
+        (0, 0, False, True),  # 0: from the first date
+        (100, 32, True, False),  # on already: nothing to do
+    ],
+)
+def test_deletion_vectors_are_switched_on_by_size(
+    size_mib: float, from_mib: float, enabled: bool, due: bool
+) -> None:
+    assert deletion_vectors_due(int(size_mib * MIB), from_mib, enabled) is due

@@ -6,10 +6,11 @@
         incremental_strategy='merge',
         hashcdc_state=true,
         full_refresh=false,
-        tblproperties={'hashcdc.untouched_operation': 'N', 'hashcdc.hash_version': '2', 'hashcdc.parquet_timestamps': 'micros', 'delta.enableDeletionVectors': 'true', 'delta.enableChangeDataFeed': 'true'},
+        tblproperties={'hashcdc.untouched_operation': 'N', 'hashcdc.hash_version': '2', 'hashcdc.parquet_timestamps': 'micros', 'delta.enableChangeDataFeed': 'true', 'delta.enableDeletionVectors': 'false'},
         pre_hook="{{ hashcdc.prepare_state_commit(this) }}",
         post_hook=[
             "{{ hashcdc.end_date_commit() }}",
+            "{{ hashcdc.deletion_vectors_by_size(this) }}",
             "{{ hashcdc.compact_by_policy(this) }}",
         ],
     )
