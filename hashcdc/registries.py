@@ -1,11 +1,12 @@
-"""What the registries (column types, input formats) write into the config's schema and docs.
+"""``tables.schema.json`` and the docs' type table, written from their declarations.
 
-``tables.schema.json`` describes a column's ``type`` and a source's ``format`` from the
-registries (:mod:`hashcdc.column_types`, :mod:`hashcdc.pipeline.inputs`), and
-``docs/schema-evolution.md`` holds the registry's type table; ``python -m
-hashcdc.registries`` rewrites both after a type or a format is added, and a unit test
-fails while they differ. The config's validation takes the format's node from here too,
-so a format registered at run time (a plugin, a test) validates.
+The schema is derived from the config's field declarations (:mod:`hashcdc.config.model`),
+with a column's ``type`` and a source's ``format`` described by the registries
+(:mod:`hashcdc.column_types`, :mod:`hashcdc.pipeline.inputs`); ``docs/schema-evolution.md``
+holds the registry's type table. ``python -m hashcdc.registries`` rewrites both after a
+field, a type or a format is added, and a unit test fails while they differ. The config's
+validation takes the format's node from here too, so a format registered at run time (a
+plugin, a test) validates.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc.column_types import REGISTRY
+from hashcdc.config.declaration import json_schema
+from hashcdc.config.model import TableConfig
 from hashcdc.config.schema import SCHEMA_FILE, format_message
 from hashcdc.pipeline.inputs import event_format_names, format_names, reader_for
 
@@ -50,9 +53,10 @@ def schema_with_registries(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def schema_text(schema_text: str) -> str:
-    """``tables.schema.json``'s text as the registries make it."""
-    schema = schema_with_registries(json.loads(schema_text))
+def schema_text() -> str:
+    """``tables.schema.json``'s text: the declared fields, the registries' types and formats."""
+    options = tuple(reader_for(n).options for n in format_names() if reader_for(n).options)
+    schema = schema_with_registries(json_schema(TableConfig, options))
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -63,8 +67,8 @@ def docs_text(docs_text: str) -> str:
 
 
 def main() -> None:
-    """Rewrite the schema's type and format nodes and the docs' type table."""
-    SCHEMA_FILE.write_text(schema_text(SCHEMA_FILE.read_text("utf-8")), "utf-8")
+    """Rewrite the schema and the docs' type table."""
+    SCHEMA_FILE.write_text(schema_text(), "utf-8")
     DOCS_FILE.write_text(docs_text(DOCS_FILE.read_text("utf-8")), "utf-8")
 
 

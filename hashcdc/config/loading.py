@@ -11,23 +11,10 @@ import yaml
 from hashcdc.column_types import (
     normalize_type,
 )
-from hashcdc.config.model import (
-    ChangesConfig,
-    ColumnConfig,
-    DatabaseSource,
-    SequenceField,
-    SourceConfig,
-    TableConfig,
-)
+from hashcdc.config.declaration import build
+from hashcdc.config.model import TableConfig
 from hashcdc.config.rules import as_names, sequence_field, sequence_type, table_rules
-from hashcdc.config.schema import (
-    CHANGES_FIELDS,
-    CSV_OPTION_DEFAULTS,
-    SOURCE_FIELDS,
-    TABLE_FIELDS,
-    Problems,
-    schema_problems,
-)
+from hashcdc.config.schema import CSV_OPTION_DEFAULTS, Problems, schema_problems
 from hashcdc.errors import ConfigError
 
 
@@ -46,87 +33,50 @@ def _dates_as_text(raw: Any) -> Any:
     return raw
 
 
-def _build(raw: dict[str, Any], file: str) -> TableConfig:
-    """The TableConfig of a valid config, defaults filled in from the schema."""
+def _column_fields(column: dict[str, Any]) -> dict[str, Any]:
+    """A column's YAML spelled as the fields of :class:`ColumnConfig`."""
+    fields = {k: v for k, v in column.items() if k not in ("target_type", "widened")}
+    fields["type"] = str(normalize_type(column.get("type", column.get("target_type"))))
+    fields["nullable"] = column.get("nullable", not column.get("key", False))
+    fields["renamed_from"] = as_names(column.get("renamed_from"))
+    widened = column.get("widened") or {}
+    fields["widened_from"] = normalize_type(widened.get("from"))
+    fields["widened_since"] = widened.get("since")
+    return fields
+
+
+def _fields(raw: dict[str, Any], file: str) -> dict[str, Any]:
+    """A valid config's YAML spelled as the fields of :class:`TableConfig`.
+
+    The spellings a file may use besides the fields' own: a source given as its path, the
+    article's top-level ``delimiter`` and ``target_type``, ``widened: {from, since}``, a
+    sequence field given as its path.
+    """
+    fields = {k: v for k, v in raw.items() if k != "delimiter"}
     source = raw["source"]
-    if isinstance(source, str):
-        source = {"path": source}
+    source = dict({"path": source} if isinstance(source, str) else source)
     csv_options = dict(CSV_OPTION_DEFAULTS)
-    if "delimiter" in raw:  # the article's configs put the delimiter at the top level
+    if "delimiter" in raw:
         csv_options["delimiter"] = raw["delimiter"]
     csv_options.update(source.get("csv") or {})
-    columns = []
-    for column in raw["columns"]:
-        key = column.get("key", False)
-        columns.append(
-            ColumnConfig(
-                name=column["name"],
-                type=str(normalize_type(column.get("type", column.get("target_type")))),
-                key=key,
-                ignore=column.get("ignore", False),
-                nullable=column.get("nullable", not key),
-                description=str(column.get("description") or ""),
-                format=column.get("format"),
-                source_name=column.get("source_name"),
-                encoding=column.get("encoding"),
-                source_scale=column.get("source_scale"),
-                added=column.get("added"),
-                added_as_update=column.get("added_as_update", False),
-                removed=column.get("removed"),
-                renamed_from=tuple(as_names(column.get("renamed_from"))),
-                widened_from=normalize_type((column.get("widened") or {}).get("from")),
-                widened_since=(column.get("widened") or {}).get("since"),
-                sensitive=column.get("sensitive", False),
-            )
-        )
-    changes = None
+    fields["source"] = source | {"csv": csv_options}
+    fields["columns"] = [_column_fields(column) for column in raw["columns"]]
     block = raw.get("changes")
     if raw["extract_type"] == "changes" and isinstance(block, dict):
         items = block["sequence_by"]
-        fields = [sequence_field(i) for i in ([items] if isinstance(items, str) else items)]
-        changes = ChangesConfig(
-            sequence_by=tuple(
-                SequenceField(f["field"], str(sequence_type(f)), f.get("missing"))
-                for f in fields
-                if f
-            ),
-            operation_column=block.get("operation_column"),
-            history=block.get("history", CHANGES_FIELDS["history"]["default"]),
-            unavailable_value=block.get(
-                "unavailable_value", CHANGES_FIELDS["unavailable_value"]["default"]
-            ),
-        )
-    # Only a count given: the count alone limits the rejects. Neither: 1% of the rows.
-    default_fraction = (
-        1.0 if "max_rejects" in raw else TABLE_FIELDS["max_reject_fraction"]["default"]
-    )
-    return TableConfig(
-        name=raw["name"],
-        extract_type=raw["extract_type"],
-        source=SourceConfig(
-            path=source["path"],
-            format=source.get("format", SOURCE_FIELDS["format"]["default"]),
-            csv=csv_options,
-            database=DatabaseSource(**source["database"]) if source.get("database") else None,
-        ),
-        columns=tuple(columns),
-        description=str(raw.get("description") or ""),
-        expected_counts_seed=raw.get("expected_counts_seed"),
-        max_delete_fraction=float(
-            raw.get("max_delete_fraction", TABLE_FIELDS["max_delete_fraction"]["default"])
-        ),
-        max_reject_fraction=float(raw.get("max_reject_fraction", default_fraction)),
-        max_rejects=raw.get("max_rejects"),
-        duplicates_keep_last_by=raw.get("duplicates_keep_last_by"),
-        changelog=raw.get("changelog", TABLE_FIELDS["changelog"]["default"]),
-        changes=changes,
-        sensitive_grants=raw.get("sensitive_grants"),
-        buckets=raw.get("buckets"),
-        enabled=raw.get("enabled", TABLE_FIELDS["enabled"]["default"]),
-        history_retention_days=raw.get("history_retention_days"),
-        rejects_retention_days=raw.get("rejects_retention_days"),
-        config_file=file,
-    )
+        sequence = [sequence_field(i) for i in ([items] if isinstance(items, str) else items)]
+        fields["changes"] = block | {
+            "sequence_by": [f | {"type": str(sequence_type(f))} for f in sequence if f]
+        }
+    else:
+        fields.pop("changes", None)
+    if "max_rejects" in raw and "max_reject_fraction" not in raw:
+        fields["max_reject_fraction"] = 1.0  # only a count given: the count alone limits
+    if "max_delete_fraction" in raw:
+        fields["max_delete_fraction"] = float(raw["max_delete_fraction"])
+    if "max_reject_fraction" in raw:
+        fields["max_reject_fraction"] = float(raw["max_reject_fraction"])
+    return fields | {"config_file": file}
 
 
 def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[str]]:
@@ -154,7 +104,7 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
     table_rules(raw, file, problems)
     if problems.items:
         return None, problems.items
-    return _build(raw, file), []
+    return build(TableConfig, _fields(raw, file)), []
 
 
 def load_table_configs(tables_dir: Path) -> list[TableConfig]:

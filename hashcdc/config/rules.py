@@ -196,7 +196,7 @@ def _changes_rules(raw: dict[str, Any], problems: Problems) -> None:
                 f"{where}.missing",
                 f"'lowest' is for {', '.join(lowest_sequence_types())} fields, not {field_type}",
             )
-    aliases = [SequenceField(path).alias for path in paths]
+    aliases = [SequenceField(field=path).alias for path in paths]
     if len(set(aliases)) != len(aliases):
         problems.add("changes.sequence_by", "names the same field twice")
     operation_column = block.get("operation_column")

@@ -1,10 +1,12 @@
 """The config's JSON Schema and the problems a config has against it.
 
-The schema of ``tables/<name>.yml`` is declared once, as a JSON Schema
-(``hashcdc/tables.schema.json``): fields, types, enumerations, defaults, descriptions and
-each field's message (``x-message``; ``x-unknown`` for an object's unknown fields). The
-values the rest of the package takes from it (extract types, CSV defaults, …) are named
-here; ``jsonschema`` checks a config against it, with the input formats declared to it.
+The fields of ``tables/<name>.yml`` are declared once, in :mod:`hashcdc.config.model`;
+``hashcdc/tables.schema.json`` is the JSON Schema written from those declarations (and the
+registries' types and formats) by ``python -m hashcdc.registries``: fields, types,
+enumerations, defaults, descriptions and each field's message (``x-message``;
+``x-unknown`` for an object's unknown fields). A unit test fails while the file and the
+declarations differ. The validation reads the file (no registry imported), and
+``jsonschema`` checks a config against it, with the input formats declared to it.
 
 The config is at the bottom of the package: it imports neither the readers nor the
 registries. The formats it accepts are the schema file's (written from the readers by
@@ -25,14 +27,11 @@ import jsonschema
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "tables.schema.json"
 
-# The schema of tables/<name>.yml, declared once: its fields, types, enumerations, defaults,
-# descriptions and each field's message. `hashcdc schema` prints it for editors; the rules
-# that involve several fields are the functions below (`table_rules`).
+# The schema of tables/<name>.yml as written from the declarations. `hashcdc schema` prints
+# it for editors; the rules that involve several fields are in hashcdc.config.rules.
 SCHEMA: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
 SCHEMA_DEFS = {f"#/$defs/{name}": node for name, node in SCHEMA["$defs"].items()}
 TABLE_FIELDS = SCHEMA["properties"]
-SOURCE_FIELDS = SCHEMA["$defs"]["source"]["properties"]
-CHANGES_FIELDS = SCHEMA["$defs"]["changes"]["properties"]
 
 EXTRACT_TYPES = tuple(TABLE_FIELDS["extract_type"]["enum"])
 # Spellings accepted for the operation of an event in csv/parquet feeds -> Debezium's letter.
@@ -54,8 +53,6 @@ OPERATION_SPELLINGS = {
 # Sequence fields whose natural order is text order (binlog file names are zero-padded), in
 # the envelope and in the flattened form.
 TEXT_SEQUENCE_FIELDS = ("source.file", "__file")
-# What Debezium sends for a value it cannot read (unchanged TOASTed PostgreSQL columns).
-DEBEZIUM_UNAVAILABLE_VALUE: str = CHANGES_FIELDS["unavailable_value"]["default"]
 # Column encodings for values that arrive in a connector's binary form (no schema wrapper).
 COLUMN_ENCODINGS = tuple(
     e for e in SCHEMA["$defs"]["column"]["properties"]["encoding"]["enum"] if e is not None
@@ -94,6 +91,7 @@ def format_message(formats: Sequence[str]) -> str:
     return f"must be one of {', '.join(formats)}, got {{value!r}}"
 
 
+# The csv reader's options, as the schema (written from the reader's declaration) gives them.
 CSV_OPTION_DEFAULTS: dict[str, Any] = {
     option: node["default"] for option, node in SCHEMA["$defs"]["csv"]["properties"].items()
 }

@@ -380,3 +380,86 @@ def test_the_schema_is_published_and_describes_the_repository_tables(capsys) -> 
         jsonschema.validate(yaml.safe_load(path.read_text()), SCHEMA)
     for text in (ARTICLE_STYLE, FEED, ORACLE_FEED):
         jsonschema.validate(yaml.safe_load(text), SCHEMA)
+
+
+RICH = """
+name: orders
+extract_type: changes
+description: null
+max_rejects: 3
+source:
+  path: landing/orders/{business_date}/*.json
+  format: debezium
+  database: {kind: postgresql, database: shop, table: public.orders, user_env: PGUSER}
+changes:
+  sequence_by: [source.commit_lsn, {field: source.lsn}]
+  unavailable_value: null
+columns:
+  - {name: id, target_type: int, key: true, description: null}
+  - {name: total, type: 'decimal(12,2)', widened: {from: 'decimal(10,2)', since: '2024-03-01'}}
+  - {name: note, type: string, renamed_from: remark, sensitive: true}
+"""
+
+
+def test_every_spelling_builds_the_declared_fields_and_round_trips() -> None:
+    config, problems = parse(RICH, "tables/orders.yml")
+    assert problems == []
+    total = config.columns[1]
+    assert (total.widened_from, total.widened_since) == ("decimal(10,2)", "2024-03-01")
+    assert config.columns[0].type == "int" and config.columns[0].nullable is False
+    assert config.columns[2].renamed_from == ("remark",) and config.columns[2].nullable
+    assert config.description == "" and config.columns[0].description == ""
+    assert config.max_reject_fraction == 1.0  # only a count given
+    assert config.changes.unavailable_value is None
+    sequence = [(f.field, f.type) for f in config.changes.sequence_by]
+    assert sequence == [("source.commit_lsn", "bigint"), ("source.lsn", "bigint")]
+    assert config.source.database.host == "127.0.0.1" and config.source.database.port is None
+    assert config.source.csv["delimiter"] == ","
+    assert type(config).from_dict(config.to_dict()) == config
+
+
+def test_the_schema_and_the_defaults_come_from_the_declarations() -> None:
+    import dataclasses
+    import json
+
+    from hashcdc import registries
+    from hashcdc.config import SCHEMA, TableConfig
+    from hashcdc.config.declaration import yaml_fields
+    from hashcdc.config.model import ChangesConfig, ColumnConfig, DatabaseSource
+    from hashcdc.pipeline.inputs import reader_for
+    from hashcdc.pipeline.inputs.csv import CsvOptions
+
+    assert json.loads(registries.schema_text()) == SCHEMA, "run: python -m hashcdc.registries"
+    declared = {
+        TableConfig: SCHEMA["properties"],
+        ColumnConfig: SCHEMA["$defs"]["column"]["properties"],
+        DatabaseSource: SCHEMA["$defs"]["database"]["properties"],
+        # A reader declares its own options, in source.<format>.
+        CsvOptions: SCHEMA["$defs"]["csv"]["properties"],
+        ChangesConfig: SCHEMA["$defs"]["changes"]["properties"],
+    }
+    for cls, properties in declared.items():
+        fields = yaml_fields(cls)
+        spellings = set(getattr(cls, "SPELLINGS", {}))
+        assert {f.name for f in fields} | spellings == set(properties), cls
+        for field in fields:
+            shown = properties[field.name].get("default", dataclasses.MISSING)
+            if shown is not dataclasses.MISSING:
+                assert shown == field.default, (cls, field.name)
+    assert reader_for("csv").options is CsvOptions
+    # What the YAML cannot give is the loader's, named: the source file, widened's parts.
+    undeclared = {f.name for f in dataclasses.fields(ColumnConfig)} - {
+        f.name for f in yaml_fields(ColumnConfig)
+    }
+    assert undeclared == {"widened_from", "widened_since"}
+
+
+def test_a_source_mapping_without_its_path_is_reported() -> None:
+    config, problems = parse(
+        "name: t\nextract_type: full\nsource: {format: csv}\n"
+        "columns: [{name: id, type: int, key: true}]"
+    )
+    assert config is None
+    assert problems == [
+        "tables/t.yml: source.path: must be a path template containing {business_date}, got None"
+    ]

@@ -42,6 +42,10 @@ class Reader:
         The raw events' ``_line`` holds each event's whole text as JSON writes it, so a
         scan of the text can rule out a value (that JSON does not escape) before any
         line is parsed.
+    options : type | None
+        The declared options of the format (a dataclass of :func:`~hashcdc.config.setting`
+        fields), given in ``source.<name>``; the config's schema and defaults are written
+        from it by ``python -m hashcdc.registries``.
 
     """
 
@@ -52,6 +56,7 @@ class Reader:
     row_id_is_file_row: ClassVar[bool] = False
     line_holds_event: ClassVar[bool] = False
     malformed_row: ClassVar[str] = "malformed row"
+    options: ClassVar[type | None] = None
 
     def encoding(self, table: TableConfig) -> str:
         """The text encoding of the table's files."""

@@ -8,13 +8,14 @@ a reordered header would otherwise load values into the wrong columns.
 from __future__ import annotations
 
 import csv
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from pyspark.sql.types import StringType, StructField, StructType
 
-from hashcdc.config import TableConfig
+from hashcdc.config import TableConfig, setting
 from hashcdc.pipeline.columns import CORRUPT_RECORD
 from hashcdc.pipeline.extract import position_columns
 from hashcdc.pipeline.header import (
@@ -32,6 +33,26 @@ from hashcdc.runtime.hadoop import HadoopFiles
 # field ("") as "". With this marker (never in real data) as nullValue, `a,,b` reads as
 # null and `a,"",b` as the empty string, as in PostgreSQL's CSV format.
 UNQUOTED_EMPTY_MARKER = "\u0001"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CsvOptions:
+    """The options of a csv extract (``source.csv``; a plain mapping in the config)."""
+
+    SCHEMA: ClassVar[dict[str, Any]] = {
+        "name": "csv",
+        "description": "CSV options.",
+        "x-unknown": "unknown csv option",
+        "x-message": "must be a mapping of csv options",
+    }
+
+    delimiter: str = setting(",", schema={"$ref": "#/$defs/character"})
+    header: bool = setting(True, schema={"$ref": "#/$defs/flag"})
+    quote: str = setting('"', schema={"$ref": "#/$defs/character"})
+    escape: str = setting('"', schema={"$ref": "#/$defs/character"})
+    encoding: str = setting("UTF-8", message="must be a charset name, got {value!r}")
+    null_value: str = setting("", message="must be the text of a null value, got {value!r}")
+    multiline: bool = setting(False, schema={"$ref": "#/$defs/flag"})
 
 
 def header_fields(line: str, options: dict[str, Any]) -> list[str]:
@@ -77,6 +98,7 @@ class CsvReader(Reader):
         "malformed row: wrong number of fields or broken quoting (quoted values with line "
         "breaks need source.csv.multiline: true)"
     )
+    options: ClassVar[type | None] = CsvOptions
 
     def encoding(self, table: TableConfig) -> str:
         """``source.csv.encoding``."""
