@@ -253,6 +253,34 @@ def test_four_dates_match_the_oracle(project: Any, extract_type: str) -> None:
         ], outcome.statuses
         assert "Got 1 result" in outcome.text, outcome.text
 
+        # A state row of an operation `current` does not show would vanish from it: the
+        # same scan reports it (a second broken rule); a history row of the date with an
+        # operation other than I, U, D fails the history's own test.
+        (state_key,) = project.rows(
+            f"select hex(keyhash) from {name}_state where operation in ('U', 'N') limit 1"
+        )[0].values()
+        (history_key,) = project.rows(
+            f"select hex(keyhash) from {name}_history where business_date = date'{DATES[-1]}' limit 1"
+        )[0].values()
+        project.spark.sql(commit_metadata_statement(DATES[-1]))
+        try:
+            project.spark.sql(
+                f"update {name}_state set operation = 'Q' where hex(keyhash) = '{state_key}'"
+            )
+        finally:
+            project.spark.sql(commit_metadata_statement(None))
+        project.spark.sql(
+            f"update {name}_history set operation = 'Q' "
+            f"where business_date = date'{DATES[-1]}' and hex(keyhash) = '{history_key}'"
+        )
+        outcome = project.dbt("test", *table_selector([name]), business_date=DATES[-1])
+        failed = sorted(node for node, status in outcome.statuses.items() if status == "fail")
+        assert [node.split("_customers")[0] for node in failed] == [
+            "hashcdc_operation_counts_reconcile",
+            "hashcdc_operations_of_date",
+        ], outcome.statuses
+        assert "Got 2 results" in outcome.text and "Got 1 result" in outcome.text, outcome.text
+
 
 def run_first_two_dates(project: Any, name: str) -> dict[str, list[dict[str, Any]]]:
     """Build a full-extract table for the first two dates; returns all extracts."""

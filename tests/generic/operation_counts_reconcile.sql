@@ -11,7 +11,9 @@
     row per key and no null keyhash (the merge adds a key only where it has none). For a
     change feed (extract_type changes) the rows touched are at most the events loaded
     (I + U + N <= loaded events, instead of the first rule). The state has exactly one W
-    row. Fails with one row per broken rule.
+    row, and every other row an operation the current table shows (I, U, N, X) or a
+    feed's applied-event row (A): a row of another operation would vanish from `current`.
+    Fails with one row per broken rule.
 -#}
 {%- set applied_versions = hashcdc.applied_state_versions(model) -%}
 {%- if hashcdc.requested_business_date() is none -%}
@@ -53,6 +55,8 @@ operation_counts as (
         {%- endfor %}
         count_if(operation in ('I', 'U', 'N', 'X')) as new_state_rows,
         count_if(operation in ('I', 'U', 'N', 'X') and keyhash is null) as null_keys,
+        count_if(operation is null or operation not in ('I', 'U', 'N', 'X', 'W', 'A'))
+            as unknown_operations,
         count_if(business_date = date'{{ business_date }}' and operation in ('I', 'U', 'N', 'X'))
             as written_rows,
         count(distinct if(
@@ -96,6 +100,11 @@ rules as (
             'rule', 'no null keyhash in the new state',
             'expected', 0L,
             'actual', null_keys
+        ),
+        named_struct(
+            'rule', 'every state row is I, U, N, X, W or A',
+            'expected', 0L,
+            'actual', unknown_operations
         ),
         {%- if extract_type == 'full' %}
         named_struct(
