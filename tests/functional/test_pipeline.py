@@ -260,7 +260,8 @@ def test_four_dates_match_the_oracle(project: Any, extract_type: str) -> None:
             f"select hex(keyhash) from {name}_state where operation in ('U', 'N') limit 1"
         )[0].values()
         (history_key,) = project.rows(
-            f"select hex(keyhash) from {name}_history where business_date = date'{DATES[-1]}' limit 1"
+            f"select hex(keyhash) from {name}_history "
+            f"where business_date = date'{DATES[-1]}' limit 1"
         )[0].values()
         project.spark.sql(commit_metadata_statement(DATES[-1]))
         try:
