@@ -14,9 +14,14 @@ One home for the rule, used by the dbt macros (through the adapter's
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 from hashcdc.errors import HashcdcError
 from hashcdc.relations import is_state
@@ -162,14 +167,101 @@ def applied_versions(spark: Any, table: str) -> list[DateVersion]:
     """The dates ``table`` holds now, in order, each with the version that applied it.
 
     Dates before the table's ``hashcdc.kept_since`` (retention: ``hashcdc compact``) are
-    left out: their versions' files are gone.
+    left out: their versions' files are gone. A table's answer is kept in the process
+    until its log gains a commit (:class:`_AppliedCache`): a date's run asks it about ten
+    times, and each ``describe history`` is a Spark job.
     """
-    if not is_delta(spark, table):
+    location = _APPLIED.location(table)
+    if location is not None:
+        mark = newest_commit(location)
+        kept = _APPLIED.get(table, location, mark)
+        if kept is not None:
+            return kept
+    details = _details(spark, table)
+    if str(details.get("Provider", "")).lower() != "delta":
         return []  # a parquet state of an earlier release (pipeline.evolution.upgrade converts it)
+    location = local_location(str(details.get("Location", "")))
+    mark = newest_commit(location) if location is not None else None
     rows = spark.sql(f"describe history {table}").collect()
     applied = applied_from_history([row.asDict() for row in rows])
     kept_since = table_properties(spark, table).get(KEPT_SINCE_PROPERTY)
-    return [a for a in applied if not kept_since or a.business_date >= kept_since]
+    answer = [a for a in applied if not kept_since or a.business_date >= kept_since]
+    if location is not None and mark is not None:
+        _APPLIED.put(table, location, mark, answer)
+    return answer
+
+
+def local_location(location: str) -> Path | None:
+    """A table location on this machine's file system (``file:`` or a plain path), or None."""
+    if location.startswith("file:"):
+        return Path(url2pathname(urlparse(location).path))
+    if location.startswith("/"):
+        return Path(location)
+    return None
+
+
+def newest_commit(location: Path) -> tuple[str, int, int] | None:
+    """The newest commit file of a Delta table's log: name, modification time, size.
+
+    A commit is a new file (Delta never rewrites one), so a table whose newest commit is
+    the same file holds the same versions; None when the log cannot be read.
+    """
+    newest: os.DirEntry[str] | None = None
+    try:
+        with os.scandir(location / "_delta_log") as entries:
+            for entry in entries:
+                if _COMMIT_FILE.fullmatch(entry.name) and (
+                    newest is None or entry.name > newest.name
+                ):
+                    newest = entry
+        if newest is None:
+            return None
+        status = newest.stat()
+    except OSError:
+        return None
+    return newest.name, status.st_mtime_ns, status.st_size
+
+
+# A commit file of a Delta log: its version, zero-padded to 20 digits.
+_COMMIT_FILE = re.compile(r"\d{20}\.json")
+
+
+class _AppliedCache:
+    """The applied versions of the tables this process has read, by table name.
+
+    An entry holds while the table's location and newest commit are the same: a commit by
+    any process (a run, a restore, a compaction, a property set) is a new commit file,
+    and a table dropped and made again starts a new log. Only tables on the local file
+    system are kept (a listing there costs a millisecond); others are read every time.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[Path, tuple[str, int, int], list[DateVersion]]] = {}
+
+    def location(self, table: str) -> Path | None:
+        with self._lock:
+            entry = self._entries.get(table)
+        return entry[0] if entry else None
+
+    def get(
+        self, table: str, location: Path, mark: tuple[str, int, int] | None
+    ) -> list[DateVersion] | None:
+        with self._lock:
+            entry = self._entries.get(table)
+            if entry is None or mark is None or entry[:2] != (location, mark):
+                self._entries.pop(table, None)
+                return None
+            return list(entry[2])
+
+    def put(
+        self, table: str, location: Path, mark: tuple[str, int, int], applied: list[DateVersion]
+    ) -> None:
+        with self._lock:
+            self._entries[table] = (location, mark, list(applied))
+
+
+_APPLIED = _AppliedCache()
 
 
 def version_as_of(applied: list[DateVersion], business_date: str) -> DateVersion | None:

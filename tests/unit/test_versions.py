@@ -5,14 +5,18 @@ the same rules through real tables)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from hashcdc.state.maintenance import COMPACTED_THROUGH_PROPERTY, dates_since_compaction
 from hashcdc.state.versions import (
     KEPT_SINCE_PROPERTY,
     DateVersion,
+    _AppliedCache,
     applied_from_history,
     commit_metadata,
+    local_location,
+    newest_commit,
 )
 
 
@@ -71,3 +75,41 @@ def test_a_compaction_with_nothing_to_do_counts_through_its_record() -> None:
     assert dates_since_compaction(recorded) == 0
     assert dates_since_compaction([*recorded, date_commit(3, "2024-01-03")]) == 1
     assert dates_since_compaction([*recorded, restore(3, 1)]) == 2
+
+
+def test_a_logs_newest_commit_is_its_highest_numbered_json(tmp_path: Path) -> None:
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    assert newest_commit(tmp_path) is None
+    for name in ("00000000000000000000.json", "00000000000000000009.json"):
+        (log / name).write_text("{}")
+    (log / "00000000000000000010.checkpoint.parquet").write_text("")
+    (log / "00000000000000000009.crc").write_text("")
+    (log / "_last_checkpoint").write_text("")
+    name, _, size = newest_commit(tmp_path) or ("", 0, 0)
+    assert (name, size) == ("00000000000000000009.json", 2)
+    assert newest_commit(tmp_path / "missing") is None
+
+
+def test_only_local_locations_are_listed() -> None:
+    assert local_location("file:/tmp/warehouse/a%20b") == Path("/tmp/warehouse/a b")
+    assert local_location("file:///tmp/w/t") == Path("/tmp/w/t")
+    assert local_location("/tmp/w/t") == Path("/tmp/w/t")
+    assert local_location("s3a://bucket/w/t") is None
+    assert local_location("hdfs://nn:8020/w/t") is None
+
+
+def test_an_answer_is_kept_until_the_table_gains_a_commit(tmp_path: Path) -> None:
+    cache = _AppliedCache()
+    first = ("00000000000000000001.json", 1, 10)
+    applied = [DateVersion(1, "2024-01-01", 1)]
+    cache.put("s.t_state", tmp_path, first, applied)
+    assert cache.location("s.t_state") == tmp_path
+    assert cache.get("s.t_state", tmp_path, first) == applied
+    # A new commit, an unreadable log or another location: read again (and forgotten).
+    assert cache.get("s.t_state", tmp_path, ("00000000000000000002.json", 2, 10)) is None
+    assert cache.get("s.t_state", tmp_path, first) is None
+    cache.put("s.t_state", tmp_path, first, applied)
+    assert cache.get("s.t_state", tmp_path, None) is None
+    cache.put("s.t_state", tmp_path, first, applied)
+    assert cache.get("s.t_state", tmp_path / "other", first) is None
