@@ -93,6 +93,7 @@ class HashcdcAdapter(SparkAdapter):
                 "version": applied.version,
                 "business_date": applied.business_date,
                 "last_version": applied.last_version,
+                "is_open": applied.is_open,
             }
             for applied in applied_versions(spark, table)
         ]
@@ -158,10 +159,10 @@ class HashcdcAdapter(SparkAdapter):
 
     @available
     def hashcdc_commit_metadata_statement(
-        self, business_date: str | None, reset: bool = False
+        self, business_date: str | None, reset: bool = False, micro_batch: bool = False
     ) -> str:
         """The ``set`` (or, without a date, ``reset``) of the next commits' ``userMetadata``."""
-        return commit_metadata_statement(business_date, reset)
+        return commit_metadata_statement(business_date, reset, micro_batch)
 
     @property
     def default_python_submission_method(self) -> str:

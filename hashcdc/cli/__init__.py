@@ -25,6 +25,7 @@ from hashcdc.cli.daily import cmd_query, cmd_replay, cmd_run
 from hashcdc.cli.engine import cmd_dbt, cmd_engine, forward, served_by_engine
 from hashcdc.cli.parser import build_parser
 from hashcdc.cli.showcase import cmd_bench, cmd_datagen, cmd_demo
+from hashcdc.cli.stream import cmd_stream
 from hashcdc.cli.tables import cmd_compact, cmd_drop, cmd_report, cmd_status, cmd_upgrade
 from hashcdc.errors import HashcdcError
 
@@ -66,6 +67,7 @@ def dispatch(args: argparse.Namespace, in_engine: bool = False) -> int:
         "generate": cmd_generate,
         "run": cmd_run,
         "replay": cmd_replay,
+        "stream": cmd_stream,
         "upgrade": cmd_upgrade,
         "compact": cmd_compact,
         "query": cmd_query,

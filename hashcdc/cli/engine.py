@@ -22,11 +22,13 @@ from hashcdc.runtime.project import (
 SERVED_COMMANDS = frozenset(
     {
         "run", "replay", "query", "status", "report", "drop", "compact", "upgrade", "docs",
-        "check", "demo", "extract", "datagen", "dbt",
+        "check", "demo", "extract", "datagen", "dbt", "stream",
     }
 )  # fmt: skip
 # Those that only read: they run beside a command that writes.
 SHARED_COMMANDS = frozenset({"query", "status"})
+# Those that run beside the others and take the writer's turn for each of their steps.
+STREAMING_COMMANDS = frozenset({"stream"})
 
 
 def served_by_engine(args: argparse.Namespace) -> bool:
@@ -47,7 +49,13 @@ def forward(args: argparse.Namespace, argv: Sequence[str]) -> int:
         words = [word for word in words if word != "--serve"]
     target = getattr(args, "target", None)
     arguments = ["--project-dir", str(project_dir), *words]
-    status = client.forward(arguments, project_dir, target, args.command in SHARED_COMMANDS)
+    status = client.forward(
+        arguments,
+        project_dir,
+        target,
+        args.command in SHARED_COMMANDS,
+        streaming=args.command in STREAMING_COMMANDS,
+    )
     if status == 0 and serving:
         print(f"serving target/ on http://127.0.0.1:{args.port} (Ctrl-C stops)", flush=True)
         invoke_dbt(dbt_args("docs serve", project_dir, ["--port", str(args.port), "--no-browser"]))

@@ -112,6 +112,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_processing_options(replay)
 
+    stream = sub.add_parser(
+        "stream",
+        help="apply change feeds' events to their state as they land, in micro-batches, "
+        "until stopped (SIGTERM or Ctrl-C: after the running batch)",
+    )
+    stream.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
+    stream.add_argument("--target", help="profile target (default: local)")
+    stream.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        help="seconds between two looks at the landing folders (default: 1)",
+    )
+    stream.add_argument("--once", action="store_true", help="apply what has landed, then stop")
+
     extract = sub.add_parser(
         "extract",
         help="read tables' snapshots from their database (source.database) and land them "

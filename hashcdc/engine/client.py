@@ -170,8 +170,14 @@ def _relay(wire: Wire) -> tuple[str, Any]:
             return "refused", frame["refused"]
 
 
-def forward(argv: list[str], project_dir: Path, target: str | None, shared: bool) -> int:
-    """Run ``hashcdc argv`` in the project's engine; returns its exit status."""
+def forward(
+    argv: list[str], project_dir: Path, target: str | None, shared: bool, streaming: bool = False
+) -> int:
+    """Run ``hashcdc argv`` in the project's engine; returns its exit status.
+
+    ``shared``: a reader, run beside anything. ``streaming``: a long command run beside the
+    others, whose steps take the writer's turn; it stops when this client goes away.
+    """
     place = Place.of(project_dir)
     settings = settings_of(project_dir, target)
     environment = dict(os.environ)
@@ -185,6 +191,7 @@ def forward(argv: list[str], project_dir: Path, target: str | None, shared: bool
         "tty": sys.stdout.isatty(),
         "stdin_tty": sys.stdin.isatty(),
         "shared": shared,
+        "streaming": streaming,
         "settings": settings,
     }
     for _ in range(ATTEMPTS):
@@ -193,11 +200,12 @@ def forward(argv: list[str], project_dir: Path, target: str | None, shared: bool
             wire.send(request)
             outcome, value = _relay(wire)
         except KeyboardInterrupt:
-            print(
-                "\nhashcdc: interrupted; the engine finishes the command in the background "
-                f"(its output: {place.log})",
-                file=sys.stderr,
+            finishing = (
+                "the stream stops after its running batch"
+                if streaming
+                else "the engine finishes the command in the background"
             )
+            print(f"\nhashcdc: interrupted; {finishing} (its output: {place.log})", file=sys.stderr)
             return 128 + signal.SIGINT
         except OSError:
             outcome, value = "lost", None

@@ -56,6 +56,9 @@ class Client:
         self.tty = bool(request.get("tty"))
         self.stdin_tty = bool(request.get("stdin_tty"))
         self.shared = bool(request.get("shared"))
+        # A long command that runs beside the others and takes the writer's turn for
+        # each of its steps (``hashcdc stream``, :func:`writer_turn`).
+        self.streaming = bool(request.get("streaming"))
         self.gone = False
 
     def emit(self, kind: str, text: str) -> None:
@@ -106,6 +109,39 @@ class Client:
 
 
 _current = threading.local()
+# The engine this process serves (None outside an engine).
+_serving: Engine | None = None
+
+
+@contextlib.contextmanager
+def writer_turn() -> Iterator[None]:
+    """One step of a streaming command: run alone, as a writing command runs.
+
+    The engine's other writing commands wait for the step, and the step for them; readers
+    go on beside it. Outside an engine, or outside a streaming command, nothing to take.
+    """
+    engine, client = _serving, getattr(_current, "client", None)
+    if engine is None or client is None or not client.streaming:
+        yield
+        return
+    engine.one_at_a_time.acquire()
+    try:
+        engine.alone = client
+        yield
+    finally:
+        engine.alone = None
+        engine.one_at_a_time.release()
+
+
+def stop_requested() -> bool:
+    """Whether a streaming command should stop at its next step's boundary.
+
+    Its client went away (stopped by SIGTERM or Ctrl-C), or the engine is stopping.
+    """
+    engine, client = _serving, getattr(_current, "client", None)
+    if engine is None:
+        return False
+    return engine.stopping.is_set() or (client is not None and client.gone)
 
 
 def _client_of(engine: Engine) -> Client | None:
@@ -247,6 +283,8 @@ class Engine:
         ``finish`` (stopping Spark) runs after the last command; the record goes after it,
         so a newcomer waits for this engine instead of racing it for the metastore.
         """
+        global _serving  # noqa: PLW0603 - the one engine of this process
+        _serving = self
         sys.stdout = Routed("out", self, sys.__stdout__)
         sys.stderr = Routed("err", self, sys.__stderr__)
         sys.stdin = RoutedInput(self)
@@ -362,6 +400,11 @@ class Engine:
         return None
 
     def _run(self, argv: list[str], client: Client) -> int:
+        if client.streaming:
+            # Beside the others; its steps take the writer's turn (writer_turn), and it
+            # stops at a step's boundary once the client hangs up (stop_requested).
+            client.watch_hang_up(lambda: log(f"the client of `hashcdc {' '.join(argv)}` went away"))
+            return self._call(argv)
         if client.shared:
             group = f"hashcdc-command-{uuid.uuid4().hex}"
             spark = _session()

@@ -418,11 +418,20 @@ class PriorState:
     rows: DataFrame | None
 
     @classmethod
-    def read(cls, spark: SparkSession, state: str | None, date: str) -> PriorState:
-        """``state`` as of the latest date before ``date`` (the version its log names)."""
+    def read(
+        cls, spark: SparkSession, state: str | None, date: str, micro_batch: bool = False
+    ) -> PriorState:
+        """``state`` as of the latest date before ``date`` (the version its log names).
+
+        ``micro_batch`` (``hashcdc stream``): the state as it is when it already holds
+        ``date``, so that only the events its earlier micro-batches did not apply are new.
+        """
         if state is None or not spark.catalog.tableExists(state):
             return cls(None)
-        previous = version_before(applied_versions(spark, state), date)
+        applied = applied_versions(spark, state)
+        if micro_batch and applied and applied[-1].business_date == date:
+            return cls(spark.table(state))
+        previous = version_before(applied, date)
         if previous is None:
             return cls(None)
         return cls(spark.sql(f"select * from {state} version as of {previous.last_version}"))

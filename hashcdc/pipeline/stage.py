@@ -112,6 +112,7 @@ def typecast_and_hash(
     business_date: Any,
     schema: str | None = None,
     prepare: bool = True,
+    micro_batch: bool = False,
 ) -> DataFrame:
     """Build the stage DataFrame of one table for one business date.
 
@@ -129,6 +130,9 @@ def typecast_and_hash(
         Upgrade the table's states, record inferred column additions and evolve the tables
         first (the stage model); False when the stage is computed again for a consumer
         (:func:`hashcdc.pipeline.session_stage.session_stage`), after its date's run prepared them.
+    micro_batch : bool
+        A micro-batch of ``hashcdc stream``: a change feed's events are new when the
+        state as it is has not applied them (:meth:`PriorState.read`).
 
     Returns
     -------
@@ -157,7 +161,7 @@ def typecast_and_hash(
     # The columns the date's extract carries, with the types it is read with.
     read = table.as_read_on(date)
     if table.is_feed:
-        prior = PriorState.read(spark, state_table(schema, table), date)
+        prior = PriorState.read(spark, state_table(schema, table), date, micro_batch)
         return _stage_columns(_event_stage(spark, read, files, prior), table, date)
     typed = _typed_with_errors(table_reader(read).read_rows(spark, read, files), read)
     hashed = with_hashes(typed, row_hashes(read))

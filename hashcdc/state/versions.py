@@ -34,6 +34,9 @@ OWN_PROPERTY_PREFIX = "hashcdc."
 # On the state table: the inferred first date of a column added without `added:`.
 ADDED_PROPERTY_PREFIX = OWN_PROPERTY_PREFIX + "added."
 RESET_KEY = "hashcdc_reset"
+# On a commit of ``hashcdc stream``: a micro-batch applied on top of the date's earlier
+# commits; the date stays open until a whole-date run closes it (docs/streaming.md).
+MICRO_BATCH_KEY = "hashcdc_micro_batch"
 # The session setting whose value Delta records as each commit's ``userMetadata``.
 COMMIT_METADATA_SETTING = "spark.databricks.delta.commitInfo.userMetadata"
 
@@ -95,21 +98,31 @@ class DateVersion:
     version: int
     business_date: str
     last_version: int
+    # Applied by the stream's micro-batches and not closed yet (no whole-date run since).
+    is_open: bool = False
 
 
-def commit_metadata(business_date: str, reset: bool = False) -> str:
-    """The ``userMetadata`` of a commit that applies ``business_date`` (or resets the table)."""
+def commit_metadata(business_date: str, reset: bool = False, micro_batch: bool = False) -> str:
+    """The ``userMetadata`` of a commit that applies ``business_date`` (or resets the table).
+
+    ``micro_batch``: a commit of the stream, on top of the date's earlier commits.
+    """
     document: dict[str, Any] = {BUSINESS_DATE_KEY: business_date}
     if reset:
         document[RESET_KEY] = True
+    if micro_batch:
+        document[MICRO_BATCH_KEY] = True
     return json.dumps(document, sort_keys=True, separators=(",", ":"))
 
 
-def commit_metadata_statement(business_date: str | None, reset: bool = False) -> str:
+def commit_metadata_statement(
+    business_date: str | None, reset: bool = False, micro_batch: bool = False
+) -> str:
     """The SQL that makes the session's next commits apply ``business_date`` (None: no date)."""
     if business_date is None:
         return f"reset {COMMIT_METADATA_SETTING}"
-    return f"set {COMMIT_METADATA_SETTING} = {commit_metadata(business_date, reset)}"
+    metadata = commit_metadata(business_date, reset, micro_batch)
+    return f"set {COMMIT_METADATA_SETTING} = {metadata}"
 
 
 def json_object(text: str | None) -> dict[str, Any]:
@@ -152,15 +165,29 @@ def commit_date(commit: dict[str, Any]) -> str | None:
 
 
 def applied_from_history(history: list[dict[str, Any]]) -> list[DateVersion]:
-    """The dates a table holds, from its commits (``describe history`` rows, any order)."""
-    applied = [
-        (int(commit["version"]), date)
-        for commit in effective_commits(history)
-        if (date := commit_date(commit)) is not None
-    ]
+    """The dates a table holds, from its commits (``describe history`` rows, any order).
+
+    The stream's micro-batches of a date are one entry: its version is the latest of
+    them, and the date is open (no whole-date run closed it since).
+    """
+    # (first version, version, date, micro-batch): the first ends the date before.
+    applied: list[tuple[int, int, str, bool]] = []
+    for commit in effective_commits(history):
+        date = commit_date(commit)
+        if date is None:
+            continue
+        version = int(commit["version"])
+        batch = bool(json_object(commit.get("userMetadata")).get(MICRO_BATCH_KEY))
+        first = version
+        if applied and applied[-1][2] == date and (batch or applied[-1][3]):
+            first = applied.pop()[0]
+        applied.append((first, version, date, batch))
     latest = max((int(row["version"]) for row in history), default=-1)
-    ends = [version - 1 for version, _ in applied[1:]] + [latest]
-    return [DateVersion(v, d, end) for (v, d), end in zip(applied, ends, strict=True)]
+    ends = [first - 1 for first, _, _, _ in applied[1:]] + [latest]
+    return [
+        DateVersion(version, date, end, is_open=batch)
+        for (_, version, date, batch), end in zip(applied, ends, strict=True)
+    ]
 
 
 def applied_versions(spark: Any, table: str) -> list[DateVersion]:

@@ -22,3 +22,12 @@
         than the latest processed one, and state snapshots are not pruned until its last date. -#}
     {{ return(var('hashcdc_replay', false) | string | lower == 'true') }}
 {% endmacro %}
+
+
+{% macro is_micro_batch() %}
+    {#- Whether `hashcdc stream` runs this date (var hashcdc_micro_batch): the date's events
+        not applied yet are applied on top of the state as it is, the date's earlier
+        micro-batches kept (no restore); its history waits for the whole-date run that
+        closes the date. -#}
+    {{ return(var('hashcdc_micro_batch', false) | string | lower == 'true') }}
+{% endmacro %}

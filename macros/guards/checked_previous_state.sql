@@ -5,7 +5,8 @@
         it to the previous date before the model's query runs (prepare_state_commit),
         keeping the columns and types of now: the query then reads the table as the
         restore leaves it (`last_version` none), since the previous date's own version
-        may lack a column added or widened later. -#}
+        may lack a column added or widened later. A micro-batch of the stream reads the
+        table as it is too: the date's earlier micro-batches stay (no restore). -#}
     {%- if not is_incremental() -%}
         {{ return(none) }}
     {%- endif -%}
@@ -17,6 +18,11 @@
         {%- do earlier.append(version) -%}
     {%- endfor -%}
     {%- set previous = earlier[-1] if earlier else none -%}
+    {%- if previous is none and applied and hashcdc.is_micro_batch() -%}
+        {#- A micro-batch of the first date, on top of its earlier ones: no date before,
+            the table as it is. -#}
+        {{ return({'business_date': none, 'version': none, 'last_version': none}) }}
+    {%- endif -%}
     {%- if previous is none or applied[-1].business_date < business_date -%}
         {{ return(previous) }}
     {%- endif -%}

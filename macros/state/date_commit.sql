@@ -3,13 +3,16 @@
         Delta's userMetadata (hashcdc/state/versions.py). A date the state already holds (a
         re-run, or a replay) is first undone: the state is restored to the version of the
         date before it, or emptied when there is none, so the date is applied again to
-        the state it was computed from. -#}
+        the state it was computed from. A micro-batch of the stream (is_micro_batch) keeps
+        the date's earlier commits: it applies only the events they did not. -#}
+    {%- set micro_batch = hashcdc.is_micro_batch() -%}
     {%- if not execute or not hashcdc._is_writing_command() or load_relation(state) is none -%}
-        {{ return(hashcdc._commit_metadata_setting(hashcdc.business_date())) }}
+        {{ return(hashcdc._commit_metadata_setting(hashcdc.business_date(), micro_batch=micro_batch)) }}
     {%- endif -%}
     {%- set business_date = hashcdc.business_date() -%}
     {%- set applied = hashcdc.applied_state_versions(state) -%}
-    {%- if applied and applied[-1].business_date >= business_date -%}
+    {%- set on_top = micro_batch and applied and applied[-1].business_date == business_date -%}
+    {%- if applied and applied[-1].business_date >= business_date and not on_top -%}
         {%- set previous = hashcdc.previous_state(state, business_date) -%}
         {%- if previous is not none -%}
             {%- do adapter.hashcdc_restore_state(state, previous.last_version) -%}
@@ -18,13 +21,13 @@
             {%- do run_query('delete from ' ~ state) -%}
         {%- endif -%}
     {%- endif -%}
-    {{ return(hashcdc._commit_metadata_setting(business_date)) }}
+    {{ return(hashcdc._commit_metadata_setting(business_date, micro_batch=micro_batch)) }}
 {% endmacro %}
 
 
-{% macro _commit_metadata_setting(business_date, reset=false) %}
+{% macro _commit_metadata_setting(business_date, reset=false, micro_batch=false) %}
     {#- The `set` statement that tags the session's next Delta commits with the date. -#}
-    {{ return(adapter.hashcdc_commit_metadata_statement(business_date, reset)) }}
+    {{ return(adapter.hashcdc_commit_metadata_statement(business_date, reset, micro_batch)) }}
 {% endmacro %}
 
 

@@ -20,11 +20,13 @@ from hashcdc.state.versions import (
 )
 
 
-def date_commit(version: int, business_date: str, reset: bool = False) -> dict[str, Any]:
+def date_commit(
+    version: int, business_date: str, reset: bool = False, micro_batch: bool = False
+) -> dict[str, Any]:
     return {
         "version": version,
         "operation": "MERGE",
-        "userMetadata": commit_metadata(business_date, reset),
+        "userMetadata": commit_metadata(business_date, reset, micro_batch),
     }
 
 
@@ -54,6 +56,24 @@ def test_a_restore_and_a_reset_undo_the_dates_after_them() -> None:
     assert [a.business_date for a in applied_from_history(restored)] == ["2024-01-01"]
     reset = [*restored, date_commit(3, "2024-01-01", reset=True), date_commit(4, "2024-01-01")]
     assert applied_from_history(reset) == [DateVersion(4, "2024-01-01", 4)]
+
+
+def test_micro_batches_of_a_date_are_one_open_date_until_a_whole_date_run() -> None:
+    batches = [
+        date_commit(0, "2024-01-01"),
+        date_commit(1, "2024-01-02", micro_batch=True),
+        date_commit(2, "2024-01-02", micro_batch=True),
+    ]
+    assert applied_from_history(batches) == [
+        DateVersion(0, "2024-01-01", 0),
+        DateVersion(2, "2024-01-02", 2, is_open=True),
+    ]
+    # The date closed: its micro-batches restored away, the date applied whole.
+    closed = [*batches, restore(3, 0), date_commit(4, "2024-01-02")]
+    assert applied_from_history(closed)[-1] == DateVersion(4, "2024-01-02", 4)
+    # A later micro-batch of the same date opens it again, on top of the whole-date commit.
+    reopened = [*closed, date_commit(5, "2024-01-02", micro_batch=True)]
+    assert applied_from_history(reopened)[-1] == DateVersion(5, "2024-01-02", 5, is_open=True)
 
 
 def test_dates_since_compaction_ignore_a_compaction_restored_away() -> None:

@@ -75,5 +75,7 @@ dbt = dbtObj(
     )
 )
 dbt.business_date = business_date
+# A micro-batch of `hashcdc stream` (the `is_micro_batch` macro).
+dbt.micro_batch = {{ hashcdc.is_micro_batch() }}
 df = model(dbt, spark)
 {%- endmacro -%}

@@ -1,0 +1,272 @@
+"""``hashcdc stream``: change feeds applied to their state as their events land.
+
+The stream watches each selected change feed's landing folders (``source.path``, one per
+business date: where ``hashcdc capture`` lands a table's events by their commit date).
+When a date's files change, the date runs as a *micro-batch*: ``dbt run`` of the table's
+stage and state models with the var ``hashcdc_micro_batch``, the same models and macros
+as the daily path. The stage marks the events the state as it is has not applied
+(its ``W`` watermark and ``A`` rows, :class:`hashcdc.pipeline.feed.PriorState`), and the
+state's MERGE applies them on top of the date's earlier micro-batches in one Delta commit,
+which carries the new watermark: the position and the state move together, so a batch
+killed before its commit is applied again by the next one, and one committed is never
+applied twice (events are recognised by their content, not by a stream checkpoint).
+
+A date stays *open* while micro-batches apply it (its history is not written). When the
+first events of a later date land, the stream closes the open date before it applies
+them: a whole-date ``dbt build`` of the table (``hashcdc run --date`` does the same), which
+applies the date again from its files on the state of the date before and writes its
+history, tests and audit as a daily run does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import glob
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbt_common.invocation import get_invocation_id
+
+from hashcdc.config import TableConfig
+from hashcdc.errors import HashcdcError
+from hashcdc.relations import Relations
+from hashcdc.runtime.hadoop import resolve_location
+from hashcdc.runtime.lock import table_locks
+from hashcdc.runtime.project import dbt_args, invoke_dbt, table_selector
+from hashcdc.state import audit
+from hashcdc.state.versions import DateVersion, applied_versions
+
+DATE_PLACEHOLDER = "{business_date}"
+DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
+# The var that makes a date's run a micro-batch (the macro is_micro_batch).
+MICRO_BATCH_VAR = "hashcdc_micro_batch"
+# A landed file's name, size and modification time: a date's files changed when these did.
+Signature = tuple[tuple[str, int, int], ...]
+
+
+def landed_dates(table: TableConfig, project_dir: Path) -> dict[str, Signature]:
+    """The business dates a table's landing holds, each with its files' signature.
+
+    Hidden names (``_capturing-…``, ``.…``) are a capture's unfinished parts: left out, as
+    Spark leaves them out of a run.
+    """
+    marker = "0000-00-00"
+    location = resolve_location(table.source.path_for(marker), str(project_dir))
+    if "://" in location.removeprefix("file://"):
+        raise HashcdcError(
+            f"table '{table.name}': hashcdc stream watches a local landing folder; "
+            f"source.path is {table.source.path}"
+        )
+    local = location.removeprefix("file://").removeprefix("file:")
+    if marker not in local:
+        raise HashcdcError(
+            f"table '{table.name}': source.path has no {DATE_PLACEHOLDER}: the stream needs "
+            "a landing folder per business date (as hashcdc capture writes)"
+        )
+    prefix = local[: local.index(marker)]
+    files: dict[str, list[tuple[str, int, int]]] = {}
+    for match in glob.glob(local.replace(marker, "????-??-??")):
+        date = match[len(prefix) : len(prefix) + len(marker)]
+        if not DATE_PATTERN.fullmatch(date):
+            continue
+        found = files.setdefault(date, [])
+        paths = [Path(match)] if os.path.isfile(match) else sorted(Path(match).glob("*"))
+        for path in paths:
+            if path.name.startswith(("_", ".")) or not path.is_file():
+                continue
+            with contextlib.suppress(FileNotFoundError):  # a file renamed away meanwhile
+                stat = path.stat()
+                found.append((str(path), stat.st_size, stat.st_mtime_ns))
+    return {date: tuple(sorted(entries)) for date, entries in files.items() if entries}
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one micro-batch (or a date's close) did, from the run's audit row."""
+
+    table: str
+    business_date: str
+    status: str
+    events: int
+    counts: dict[str, int]
+    seconds: float
+    # Source commit time of the latest applied event → the state's commit, in seconds.
+    lag: float | None
+    error: str | None
+
+    def line(self, closing: bool = False) -> str:
+        """One line for the stream's output."""
+        stamp = dt.datetime.now().strftime("%H:%M:%S")
+        what = "closed" if closing else "applied"
+        # The events read: a micro-batch reads its date's files again, applies the new.
+        if self.status in audit.FAILED_STATUSES:
+            return f"{stamp} {self.table} {self.business_date}: failed: {self.error}"
+        counts = " ".join(f"{letter} {self.counts.get(letter, 0)}" for letter in "IUD")
+        lag = f"; lag {self.lag:.1f} s" if self.lag is not None and not closing else ""
+        return (
+            f"{stamp} {self.table} {self.business_date}: {what}: {counts} "
+            f"({self.events} event(s) read) in {self.seconds:.1f} s{lag}"
+        )
+
+
+def _batch_of(row: Any) -> Batch:
+    counts = {letter: int(row[column] or 0) for letter, column in audit.OPERATIONS}
+    lag = None
+    if row["latest_event_at"] is not None and row["ended_at"] is not None:
+        lag = max(0.0, (row["ended_at"] - row["latest_event_at"]).total_seconds())
+    return Batch(
+        table=row["table_name"],
+        business_date=str(row["business_date"]),
+        status=row["status"],
+        events=int(row["rows_in"] or 0),
+        counts=counts,
+        seconds=float(row["seconds"] or 0.0),
+        lag=lag,
+        error=row["error_message"],
+    )
+
+
+@dataclass
+class Stream:
+    """The stream of some change-feed tables in one Spark session.
+
+    ``turn`` gives each step the writer's turn (the engine's, :func:`writer_turn`);
+    ``stopping`` says when to stop, checked between steps.
+    """
+
+    spark: Any
+    project_dir: Path
+    schema: str
+    tables: list[TableConfig]
+    log_dir: Path
+    extra: tuple[str, ...] = ()
+    turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    stopping: Callable[[], bool] = lambda: False
+    print: Callable[[str], None] = print
+    seen: dict[tuple[str, str], Signature] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def run(self, interval: float, once: bool = False) -> int:
+        """Apply what lands until stopped (``once``: what has landed, then return)."""
+        self.print(
+            f"hashcdc stream: {', '.join(t.name for t in self.tables)}; watching their landing "
+            f"every {interval:g} s" + (" (once)" if once else " (SIGTERM or Ctrl-C stops)")
+        )
+        while not self.stopping():
+            for table in self.tables:
+                if table.name not in self.failed and not self.stopping():
+                    self.step(table)
+            if once or len(self.failed) == len(self.tables):
+                break
+            for _ in self._pauses(interval):
+                if self.stopping():
+                    break
+        self.print(
+            "hashcdc stream: stopped"
+            + (f"; failed: {', '.join(sorted(self.failed))}" if self.failed else "")
+        )
+        return 1 if self.failed else 0
+
+    @staticmethod
+    def _pauses(interval: float) -> Iterator[None]:
+        """Sleep ``interval`` seconds in short pauses (a stop is seen within one)."""
+        deadline = time.monotonic() + interval
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(0.2, left))
+            yield
+
+    def step(self, table: TableConfig) -> None:
+        """Apply the dates whose files changed since this stream last applied them."""
+        landed = landed_dates(table, self.project_dir)
+        latest = self._latest(table)
+        for date in sorted(landed):
+            signature = landed[date]
+            if self.seen.get((table.name, date)) == signature:
+                continue
+            if latest is not None and date < latest.business_date:
+                if (table.name, date) in self.seen:
+                    self.print(
+                        f"hashcdc stream: {table.name}: files of {date} changed after the "
+                        f"stream moved on to {latest.business_date}; they are not applied. "
+                        f"Run `hashcdc replay --from {date} --select {table.name}`."
+                    )
+                self.seen[(table.name, date)] = signature
+                continue
+            if self.stopping():
+                return
+            with self.turn(), table_locks(self.spark, [table.name]):
+                if latest is not None and latest.is_open and date > latest.business_date:
+                    closed = self._close(table, latest.business_date)
+                    if closed.status in audit.FAILED_STATUSES:
+                        return self._fail(table, closed)
+                applied = self._apply(table, date)
+            self.print(applied.line())
+            if applied.status in audit.FAILED_STATUSES:
+                return self._fail(table, applied)
+            self.seen[(table.name, date)] = signature
+            latest = DateVersion(-1, date, -1, is_open=True)
+        return None
+
+    def _fail(self, table: TableConfig, batch: Batch) -> None:
+        self.failed[table.name] = batch.error or batch.status
+        self.print(
+            f"hashcdc stream: {table.name} paused at {batch.business_date} (the other tables go "
+            "on); fix the cause and start the stream again"
+        )
+
+    def _latest(self, table: TableConfig) -> DateVersion | None:
+        state = table.relations.in_schema(self.schema).state
+        if not self.spark.catalog.tableExists(state):
+            return None
+        applied = applied_versions(self.spark, state)
+        return applied[-1] if applied else None
+
+    def _apply(self, table: TableConfig, date: str) -> Batch:
+        """One micro-batch: the table's stage and states (and its views, the first time)."""
+        names = Relations(table.name)
+        pairs = [(names.state, names.current)]
+        if table.sensitive_columns:
+            pairs.append((names.sensitive_state, names.sensitive_current))
+        nodes = [names.stage]
+        for state, current in pairs:
+            nodes.append(state)
+            if not self.spark.catalog.tableExists(f"{self.schema}.{current}"):
+                nodes.append(current)
+        variables = ["--vars", json.dumps({MICRO_BATCH_VAR: True})]
+        return self._invoke("run", table, date, ["--select", *nodes, *variables])
+
+    def _close(self, table: TableConfig, date: str) -> Batch:
+        """The open date as a whole: applied again from its files, its history and tests."""
+        batch = self._invoke("build", table, date, table_selector([table.name]))
+        self.print(batch.line(closing=True))
+        return batch
+
+    def _invoke(self, command: str, table: TableConfig, date: str, select: list[str]) -> Batch:
+        args = [*self.extra, *select, "--log-path", str(self.log_dir), "--quiet"]
+        result = invoke_dbt(dbt_args(command, self.project_dir, args), date)
+        rows = audit.invocation_rows(
+            self.spark, audit.audit_table(self.project_dir), [get_invocation_id()]
+        )
+        if rows:
+            return _batch_of(rows[0].asDict())
+        if result.success:
+            return Batch(table.name, date, "success", 0, {}, 0.0, None, None)
+        return Batch(table.name, date, "error", 0, {}, 0.0, None, _first_error(result))
+
+
+def _first_error(result: Any) -> str:
+    """The first failed node's message of a dbt result (its first line)."""
+    for node in getattr(result.result, "results", None) or []:
+        if str(node.status) in ("error", "fail") and node.message:
+            return f"{node.node.name}: {str(node.message).strip().splitlines()[0]}"
+    if result.exception is not None:
+        return str(result.exception).strip().splitlines()[0]
+    return "dbt failed (see the log)"

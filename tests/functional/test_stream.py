@@ -1,0 +1,140 @@
+"""``hashcdc stream``: change events applied as they land, closed dates equal daily runs.
+
+A Debezium feed lands over two business dates in several files (one delivered twice);
+``hashcdc stream --once`` applies what has landed after each delivery. After each step
+``current`` shows every landed event; a date stays open (no history) until the next
+date's first events, when the stream closes it. A twin table gets the same files through
+daily ``hashcdc run`` dates: once the stream's dates are closed (the last one by
+``hashcdc run --date``, as a user closes it), current and history equal the twin's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from feed_events import create, delete, feed_config, json_lines, truncate, update
+
+from hashcdc.cli import main
+
+DATES = ["2024-06-01", "2024-06-02"]
+PERSON = [{"name": "id", "type": "int", "key": True}, {"name": "name", "type": "string"}]
+FIRST = [create(1, id=0, name="alice"), create(2, id=1, name="bob"), create(3, id=2, name="carol")]
+# An update, a delete, a key change (0 -> 5) and an insert.
+SECOND = [
+    update(4, {"id": 1, "name": "bob"}, id=1, name="bobby"),
+    delete(5, id=2),
+    update(6, {"id": 0, "name": "alice"}, id=5, name="alice"),
+    create(7, id=3, name="dave"),
+]
+# The next date: an update, then a truncate and an insert after it.
+NEXT = [
+    update(8, {"id": 3, "name": "dave"}, id=3, name="david"),
+    truncate(9),
+    create(10, id=8, name="eve"),
+]
+
+
+def _hashcdc(project: Any, *args: str) -> int:
+    return main(["--project-dir", str(project.root), *args])
+
+
+def _deliver(project: Any, table: str, date: str, name: str, events: list[Any]) -> None:
+    project.write_text(f"landing/{table}/{date}/{name}.json", json_lines(events))
+
+
+def _current(project: Any, table: str) -> list[tuple[int, str]]:
+    rows = project.rows(f"select id, name from {table}_current order by id")
+    return [(row["id"], row["name"]) for row in rows]
+
+
+def _history(project: Any, table: str) -> list[tuple[str, str, int, str]]:
+    rows = project.rows(
+        "select cast(business_date as string) as d, operation, id, name "
+        f"from {table}_history order by d, id, operation"
+    )
+    return [tuple(row.values()) for row in rows]
+
+
+def _dates(project: Any, table: str) -> list[tuple[str, bool]]:
+    from hashcdc.state.versions import applied_versions
+
+    state = f"{project.schema}.{table}_state"
+    return [(a.business_date, a.is_open) for a in applied_versions(project.spark, state)]
+
+
+def test_stream_applies_each_event_once_and_its_closed_dates_equal_daily_runs(
+    project: Any, capsys: Any
+) -> None:
+    project.add_table(feed_config("streamed", PERSON))
+    project.add_table(feed_config("daily_twin", PERSON))
+
+    # The first delivery: applied, the date open, no history yet.
+    _deliver(project, "streamed", DATES[0], "a", FIRST)
+    assert _hashcdc(project, "stream", "--select", "streamed", "--once") == 0
+    assert _current(project, "streamed") == [(0, "alice"), (1, "bob"), (2, "carol")]
+    assert _dates(project, "streamed") == [(DATES[0], True)]
+    assert "applied: I 3 U 0 D 0 (3 event(s) read)" in capsys.readouterr().out
+
+    # The second, with the first file delivered again: only its new events are applied,
+    # on top of the first batch (no restore), each once.
+    _deliver(project, "streamed", DATES[0], "b", SECOND)
+    _deliver(project, "streamed", DATES[0], "a_again", FIRST)
+    assert _hashcdc(project, "stream", "--select", "streamed", "--once") == 0
+    assert _current(project, "streamed") == [(1, "bobby"), (3, "dave"), (5, "alice")]
+    out = capsys.readouterr().out
+    # Keys 3 and 5 inserted, 1 updated, 2 and 0 (moved to 5) deleted.
+    assert "applied: I 2 U 1 D 2 (10 event(s) read)" in out, out
+    assert "skipped" not in out
+    # No history while the date is open: it is written when the date closes.
+    assert not project.spark.catalog.tableExists(f"{project.schema}.streamed_history")
+
+    # Nothing new: no batch (a new stream looks at every landed date once: no event is new).
+    assert _hashcdc(project, "stream", "--select", "streamed", "--once") == 0
+    assert _current(project, "streamed") == [(1, "bobby"), (3, "dave"), (5, "alice")]
+    assert "applied: I 0 U 0 D 0" in capsys.readouterr().out
+
+    # The next date's first events: the open date is closed (whole, with its history and
+    # tests), then the new date is applied.
+    _deliver(project, "streamed", DATES[1], "a", NEXT)
+    assert _hashcdc(project, "stream", "--select", "streamed", "--once") == 0
+    out = capsys.readouterr().out
+    assert f"streamed {DATES[0]}: closed: I 3 U 0 D 0 (10 event(s) read)" in out, out
+    assert _current(project, "streamed") == [(8, "eve")]
+    assert _dates(project, "streamed") == [(DATES[0], False), (DATES[1], True)]
+
+    # A user closes the last date with a daily run of it.
+    assert _hashcdc(project, "run", "--date", DATES[1], "--select", "streamed") == 0
+    assert _dates(project, "streamed") == [(DATES[0], False), (DATES[1], False)]
+
+    # The twin, run daily from the same files, holds the same current and history.
+    for date, files in (
+        (DATES[0], {"a": FIRST, "b": SECOND, "a_again": FIRST}),
+        (DATES[1], {"a": NEXT}),
+    ):
+        for name, events in files.items():
+            _deliver(project, "daily_twin", date, name, events)
+    assert _hashcdc(project, "run", "--date", *DATES, "--select", "daily_twin") == 0
+    assert _current(project, "streamed") == _current(project, "daily_twin")
+    assert _history(project, "streamed") == _history(project, "daily_twin")
+    assert _history(project, "streamed") == [
+        (DATES[0], "I", 1, "bobby"),
+        (DATES[0], "I", 3, "dave"),
+        (DATES[0], "I", 5, "alice"),
+        (DATES[1], "D", 1, "bobby"),
+        (DATES[1], "D", 3, "dave"),
+        (DATES[1], "D", 5, "alice"),
+        (DATES[1], "I", 8, "eve"),
+    ]
+
+
+def test_stream_refuses_a_table_that_is_not_a_change_feed(project: Any, capsys: Any) -> None:
+    project.add_table(
+        {
+            "name": "snap",
+            "extract_type": "full",
+            "source": {"path": "landing/snap/{business_date}/*.csv", "format": "csv"},
+            "columns": PERSON,
+        }
+    )
+    assert _hashcdc(project, "stream", "--select", "snap", "--once") == 2
+    assert "not change feeds (extract_type: changes)" in capsys.readouterr().err
