@@ -153,6 +153,15 @@ def latest_runs(spark: Any, table: str) -> dict[str, dict[str, Any]]:
     return {row.table_name: row.asDict() for row in rows}
 
 
+def _duration(seconds: float) -> str:
+    """Seconds in the unit that reads best: 12 s, 7.5 min, 3.2 h."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def lag_text(table: TableConfig, run: dict[str, Any], today: dt.date) -> str:
     """How far behind a table is.
 
@@ -168,8 +177,12 @@ def lag_text(table: TableConfig, run: dict[str, Any], today: dt.date) -> str:
         return days
     parts = [days]
     if run.get("latest_event_at") is not None:
-        behind = dt.datetime.now() - run["latest_event_at"]
-        parts.append(f"last event {behind.total_seconds() / 3600:.1f} h ago")
+        behind = (dt.datetime.now() - run["latest_event_at"]).total_seconds()
+        parts.append(f"last event {_duration(behind)} ago")
+        if run.get("ended_at") is not None:
+            # Source commit of the latest applied event -> its run's commit: a stream's lag.
+            applied = (run["ended_at"] - run["latest_event_at"]).total_seconds()
+            parts.append(f"applied {_duration(max(0.0, applied))} after its commit")
     elif run.get("watermark"):
         parts.append(f"watermark {run['watermark']}")
     if run.get("rows_in") and run.get("seconds"):

@@ -1,18 +1,29 @@
 """``hashcdc stream``: change events applied as they land, closed dates equal daily runs.
 
-A Debezium feed lands over two business dates in several files (one delivered twice);
-``hashcdc stream --once`` applies what has landed after each delivery. After each step
-``current`` shows every landed event; a date stays open (no history) until the next
-date's first events, when the stream closes it. A twin table gets the same files through
-daily ``hashcdc run`` dates: once the stream's dates are closed (the last one by
+A Debezium feed lands over two business dates in several files (one delivered twice).
+In the test process, ``hashcdc stream --once`` applies what has landed after each
+delivery: ``current`` shows every landed event; a date stays open (no history) until the
+next date's first events, when the stream closes it. A twin table gets the same files
+through daily ``hashcdc run`` dates: once the stream's dates are closed (the last one by
 ``hashcdc run --date``, as a user closes it), current and history equal the twin's.
+
+Then as a service: ``hashcdc stream`` in the project's engine while files land, queried
+while it runs, the engine SIGKILLed during a batch and the stream started again, and a
+SIGTERM that stops it after its running batch; current and the closed date's history
+end as the daily path's.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 from feed_events import create, delete, feed_config, json_lines, truncate, update
+from servers import alive, engine_pids, finish, hashcdc, hashcdc_environment, wait_until
 
 from hashcdc.cli import main
 
@@ -116,15 +127,96 @@ def test_stream_applies_each_event_once_and_its_closed_dates_equal_daily_runs(
     assert _hashcdc(project, "run", "--date", *DATES, "--select", "daily_twin") == 0
     assert _current(project, "streamed") == _current(project, "daily_twin")
     assert _history(project, "streamed") == _history(project, "daily_twin")
-    assert _history(project, "streamed") == [
-        (DATES[0], "I", 1, "bobby"),
-        (DATES[0], "I", 3, "dave"),
-        (DATES[0], "I", 5, "alice"),
-        (DATES[1], "D", 1, "bobby"),
-        (DATES[1], "D", 3, "dave"),
-        (DATES[1], "D", 5, "alice"),
-        (DATES[1], "I", 8, "eve"),
-    ]
+    assert _history(project, "streamed") == EXPECTED_HISTORY
+
+
+EXPECTED_HISTORY = [
+    (DATES[0], "I", 1, "bobby"),
+    (DATES[0], "I", 3, "dave"),
+    (DATES[0], "I", 5, "alice"),
+    (DATES[1], "D", 1, "bobby"),
+    (DATES[1], "D", 3, "dave"),
+    (DATES[1], "D", 5, "alice"),
+    (DATES[1], "I", 8, "eve"),
+]
+
+
+class Lines(threading.Thread):
+    """The lines a process writes to its standard output, collected as they come."""
+
+    def __init__(self, process: Any) -> None:
+        super().__init__(daemon=True)
+        self.process = process
+        self.lines: list[str] = []
+        self.start()
+
+    def run(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+def _query(root: Path, env: dict[str, str], sql: str) -> list[list[str]]:
+    status, out, err = finish(hashcdc(root, env, "query", sql), 300)
+    assert status == 0, err[-2000:]
+    return [line.split(",") for line in out.strip().splitlines()[1:]]
+
+
+def _live_current(root: Path, env: dict[str, str]) -> list[tuple[int, str]]:
+    rows = _query(root, env, "select id, name from live_current order by id")
+    return [(int(id_), name) for id_, name in rows]
+
+
+def test_stream_as_a_service_survives_a_killed_engine_and_stops_on_sigterm(
+    project: Any, tmp_path: Path, engines_dir: Path
+) -> None:
+    project.add_table(feed_config("live", PERSON))
+    env = hashcdc_environment(f"file://{tmp_path}/warehouse", "local")
+    _deliver(project, "live", DATES[0], "a", FIRST)
+    stream = hashcdc(project.root, env, "stream", "--interval", "0.5")
+    output = Lines(stream)
+    wait_until(lambda: "applied: I 3" in output.text(), 300, "the first batch")
+    # A reader while the stream runs.
+    assert _live_current(project.root, env) == [(0, "alice"), (1, "bob"), (2, "carol")]
+
+    # The engine killed while the next batch runs: the batch commits whole or not at all.
+    [engine] = [pid for pid in engine_pids(engines_dir) if alive(pid)]
+    _deliver(project, "live", DATES[0], "b", SECOND)
+    time.sleep(2)  # the stream looks every 0.5 s; a batch takes several seconds
+    killed_before_commit = "applied: I 2" not in output.text()
+    os.kill(engine, signal.SIGKILL)
+    status, err = stream.wait(120), stream.stderr.read()
+    assert status != 0 and "the engine ended" in err, err[-2000:]
+
+    # Started again (a new engine): the events of the killed batch applied once.
+    _deliver(project, "live", DATES[0], "a_again", FIRST)
+    stream = hashcdc(project.root, env, "stream", "--interval", "0.5")
+    output = Lines(stream)
+    wait_until(lambda: "applied: I" in output.text(), 300, "the batch after the restart")
+    assert _live_current(project.root, env) == [(1, "bobby"), (3, "dave"), (5, "alice")]
+    expected = "applied: I 2 U 1 D 2" if killed_before_commit else "applied: I 0 U 0 D 0"
+    assert expected in output.text(), output.text()
+
+    # The next date: the open date closed, the new one applied; then SIGTERM.
+    _deliver(project, "live", DATES[1], "a", NEXT)
+    wait_until(lambda: f"live {DATES[1]}: applied" in output.text(), 300, "the next date")
+    assert f"live {DATES[0]}: closed: I 3 U 0 D 0" in output.text(), output.text()
+    stream.send_signal(signal.SIGTERM)
+    stream.wait(60)
+    log = project.root / "logs" / "engine.log"
+    wait_until(lambda: "hashcdc stream: stopped" in log.read_text(), 120, "the stream's stop")
+
+    # The date the stream closed holds its net changes, each once.
+    assert _live_current(project.root, env) == [(8, "eve")]
+    history = _query(
+        project.root,
+        env,
+        "select cast(business_date as string), operation, id, name from live_history "
+        "order by 1, 3, 2",
+    )
+    assert [(d, op, int(id_), name) for d, op, id_, name in history] == EXPECTED_HISTORY[:3]
 
 
 def test_stream_refuses_a_table_that_is_not_a_change_feed(project: Any, capsys: Any) -> None:

@@ -132,6 +132,18 @@ def test_a_feed_lag_gives_the_latest_event_time_when_the_events_carry_it() -> No
     assert audit.lag_text(feed, last, dt.date.today()) == "0 day(s), last event 2.0 h ago"
 
 
+def test_a_streamed_feed_shows_how_soon_its_latest_event_was_applied() -> None:
+    now = dt.datetime.now()
+    last = run(
+        last_processed=dt.date.today(),
+        latest_event_at=now - dt.timedelta(seconds=30),
+        ended_at=now - dt.timedelta(seconds=26),
+    )
+    assert audit.lag_text(feed_table(), last, dt.date.today()) == (
+        "0 day(s), last event 30 s ago, applied 4 s after its commit"
+    )
+
+
 def test_the_report_has_a_panel_per_table_however_many_tables_there_are() -> None:
     from hashcdc.state.report import CHART_IDS, render_report
 
