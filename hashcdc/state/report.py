@@ -20,7 +20,13 @@ from hashcdc.config import TableConfig
 from hashcdc.state import audit
 
 OPERATION_COLOURS = {"I": "#2e7d32", "U": "#1565c0", "D": "#c62828", "X": "#ef6c00"}
-CHART_IDS = ("chart-operations", "chart-rejects", "chart-durations", "chart-lag")
+CHART_IDS = (
+    "chart-operations",
+    "chart-rejects",
+    "chart-durations",
+    "chart-lag",
+    "chart-feed-lag",
+)
 
 
 def _latest_per_date(rows: Sequence[Any]) -> dict[str, list[Any]]:
@@ -113,6 +119,31 @@ def lag_chart(by_table: dict[str, list[Any]], today: dt.date) -> go.Figure:
     return figure
 
 
+def feed_lag_chart(rows: Sequence[Any]) -> go.Figure:
+    """Per change feed, every run's lag over time: its latest applied event's source commit
+    to the run's end, in seconds (a streamed table: one point per micro-batch)."""
+    figure = go.Figure(
+        layout={
+            "title": "Change feeds: seconds from the latest applied event's commit to its run",
+            "yaxis": {"type": "log", "title": "seconds"},
+        }
+    )
+    by_table: dict[str, list[Any]] = {}
+    for row in sorted(rows, key=lambda r: r.ended_at):
+        if row.latest_event_at is not None and row.status in ("success", "warn"):
+            by_table.setdefault(row.table_name, []).append(row)
+    for table, runs in by_table.items():
+        figure.add_trace(
+            go.Scatter(
+                x=[r.ended_at for r in runs],
+                y=[max((r.ended_at - r.latest_event_at).total_seconds(), 0.1) for r in runs],
+                mode="lines+markers",
+                name=table,
+            )
+        )
+    return figure
+
+
 def _status_rows(by_table: dict[str, list[Any]], tables: Sequence[TableConfig]) -> str:
     configs = {t.name: t for t in tables}
     cells = []
@@ -146,6 +177,8 @@ def render_report(rows: Sequence[Any], tables: Sequence[TableConfig], today: dt.
         for figure in figures:
             # Business dates are categories: no hours between them, no gaps for days not run.
             figure.update_xaxes(type="category")
+        # Over time, not by date: every run of a streamed table is a point.
+        figures = (*figures, feed_lag_chart(rows))
         charts = [
             figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=chart_id)
             for index, (figure, chart_id) in enumerate(zip(figures, CHART_IDS, strict=True))

@@ -58,6 +58,7 @@ def run(**values: Any) -> Row:
             "state_rows_after": 3,
             "seconds": 12.34,
             "error_message": None,
+            "latest_event_at": None,
         }
         | values
     )
@@ -155,8 +156,19 @@ def test_the_report_has_a_panel_per_table_however_many_tables_there_are() -> Non
         )
         for i in range(40)
     ]
+    # A streamed feed's micro-batches: a point each on the feed lag chart.
+    rows += [
+        run(
+            table_name="streamed",
+            ended_at=dt.datetime(2024, 3, 2, 7, 0, second),
+            latest_event_at=dt.datetime(2024, 3, 2, 7, 0, second) - dt.timedelta(seconds=4),
+            model_seconds={"stg_streamed": 1.0},
+        )
+        for second in (10, 20)
+    ]
     page = render_report(rows, [table("t00"), table("t01", enabled=False)], dt.date(2024, 3, 3))
     assert all(f'id="{chart}"' in page for chart in CHART_IDS)
+    assert '"name":"streamed"' in page.split('id="chart-feed-lag"')[1]
     assert "<td>t01</td><td>paused</td>" in page and "<td>t39</td><td>removed</td>" in page
 
 
