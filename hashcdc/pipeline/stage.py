@@ -17,6 +17,7 @@ The stage is not written: it is kept in the Spark session for the models after i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -48,6 +49,7 @@ from hashcdc.pipeline.extract import extract_files
 from hashcdc.pipeline.feed import PriorState, typed_events
 from hashcdc.pipeline.hashing import row_hashes, with_hashes
 from hashcdc.pipeline.inputs import table_reader
+from hashcdc.state.versions import local_location
 
 
 def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
@@ -112,7 +114,7 @@ def typecast_and_hash(
     business_date: Any,
     schema: str | None = None,
     prepare: bool = True,
-    micro_batch: bool = False,
+    micro_batch: bool | Sequence[str] = False,
 ) -> DataFrame:
     """Build the stage DataFrame of one table for one business date.
 
@@ -130,9 +132,10 @@ def typecast_and_hash(
         Upgrade the table's states, record inferred column additions and evolve the tables
         first (the stage model); False when the stage is computed again for a consumer
         (:func:`hashcdc.pipeline.session_stage.session_stage`), after its date's run prepared them.
-    micro_batch : bool
+    micro_batch : bool or sequence of str
         A micro-batch of ``hashcdc stream``: a change feed's events are new when the
-        state as it is has not applied them (:meth:`PriorState.read`).
+        state as it is has not applied them (:meth:`PriorState.read`). A list of files:
+        only those of the date's files are read (those the stream has not read before).
 
     Returns
     -------
@@ -153,7 +156,8 @@ def typecast_and_hash(
         if prepare:
             upgrade_states(spark, schema, table)
         table, inferred = infer_additions(spark, schema, table, date)
-    files = checked_extract(spark, table, date)
+    only = None if isinstance(micro_batch, bool) else {local_path(f) for f in micro_batch}
+    files = checked_extract(spark, table, date, only)
     if schema and prepare:
         # Recorded before the column is added: a run killed in between knows it next time.
         record_additions(spark, schema, table, inferred, date)
@@ -161,7 +165,7 @@ def typecast_and_hash(
     # The columns the date's extract carries, with the types it is read with.
     read = table.as_read_on(date)
     if table.is_feed:
-        prior = PriorState.read(spark, state_table(schema, table), date, micro_batch)
+        prior = PriorState.read(spark, state_table(schema, table), date, bool(micro_batch))
         return _stage_columns(_event_stage(spark, read, files, prior), table, date)
     typed = _typed_with_errors(table_reader(read).read_rows(spark, read, files), read)
     hashed = with_hashes(typed, row_hashes(read))
@@ -170,12 +174,20 @@ def typecast_and_hash(
     return _stage_columns(hashed, table, date)
 
 
-def checked_extract(spark: SparkSession, table: TableConfig, business_date: str) -> list[str]:
+def local_path(file: str) -> str:
+    """A file's path on this machine (a ``file:`` URI's), to compare with a listed path."""
+    return str(local_location(file) or file)
+
+
+def checked_extract(
+    spark: SparkSession, table: TableConfig, business_date: str, only: set[str] | None = None
+) -> list[str]:
     """The files of a table's extract for a date, once they are known to fit the config.
 
     They must exist and be text (CSV, JSON), and their header (CSV) or columns (parquet)
     must match the columns the date's extract carries; JSON events with fields the config
-    lacks are reported.
+    lacks are reported. ``only``: of the date's files, those at these local paths (a
+    micro-batch's; all when none of them is left).
     ``hashcdc check`` runs the same checks before a run.
 
     Raises
@@ -185,6 +197,8 @@ def checked_extract(spark: SparkSession, table: TableConfig, business_date: str)
 
     """
     files = extract_files(spark, table, business_date)
+    if only is not None:
+        files = [f for f in files if local_path(f) in only] or files
     table_reader(table).check_extract(spark, table, files, business_date)
     return files
 

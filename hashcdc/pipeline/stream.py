@@ -88,6 +88,12 @@ def landed_dates(table: TableConfig, project_dir: Path) -> dict[str, Signature]:
     return {date: tuple(sorted(entries)) for date, entries in files.items() if entries}
 
 
+def _changed_files(before: Signature, now: Signature) -> list[str]:
+    """The files of ``now`` that are new or changed since ``before`` (paths)."""
+    known = set(before)
+    return [entry[0] for entry in now if entry not in known]
+
+
 @dataclass(frozen=True)
 class Batch:
     """What one micro-batch (or a date's close) did, from the run's audit row."""
@@ -202,12 +208,13 @@ class Stream:
                 continue
             if self.stopping():
                 return
+            read_before = self.seen.get((table.name, date), ())
             with self.turn(), table_locks(self.spark, [table.name]):
                 if latest is not None and latest.is_open and date > latest.business_date:
                     closed = self._close(table, latest.business_date)
                     if closed.status in audit.FAILED_STATUSES:
                         return self._fail(table, closed)
-                applied = self._apply(table, date)
+                applied = self._apply(table, date, _changed_files(read_before, signature))
             self.print(applied.line())
             if applied.status in audit.FAILED_STATUSES:
                 return self._fail(table, applied)
@@ -229,8 +236,12 @@ class Stream:
         applied = applied_versions(self.spark, state)
         return applied[-1] if applied else None
 
-    def _apply(self, table: TableConfig, date: str) -> Batch:
-        """One micro-batch: the table's stage and states (and its views, the first time)."""
+    def _apply(self, table: TableConfig, date: str, files: list[str]) -> Batch:
+        """One micro-batch: the table's stage and states (and its views, the first time).
+
+        ``files``: the date's files to read (new or changed since this stream read them);
+        empty: all of them.
+        """
         names = Relations(table.name)
         pairs = [(names.state, names.current)]
         if table.sensitive_columns:
@@ -240,7 +251,7 @@ class Stream:
             nodes.append(state)
             if not self.spark.catalog.tableExists(f"{self.schema}.{current}"):
                 nodes.append(current)
-        variables = ["--vars", json.dumps({MICRO_BATCH_VAR: True})]
+        variables = ["--vars", json.dumps({MICRO_BATCH_VAR: files or True})]
         return self._invoke("run", table, date, ["--select", *nodes, *variables])
 
     def _close(self, table: TableConfig, date: str) -> Batch:

@@ -120,8 +120,11 @@ def lag_chart(by_table: dict[str, list[Any]], today: dt.date) -> go.Figure:
 
 
 def feed_lag_chart(rows: Sequence[Any]) -> go.Figure:
-    """Per change feed, every run's lag over time: its latest applied event's source commit
-    to the run's end, in seconds (a streamed table: one point per micro-batch)."""
+    """Per change feed, every run's lag over time, in seconds.
+
+    The lag of a run: its latest applied event's source commit to the run's end (a
+    streamed table: a point per micro-batch).
+    """
     figure = go.Figure(
         layout={
             "title": "Change feeds: seconds from the latest applied event's commit to its run",

@@ -24,10 +24,22 @@
 {% endmacro %}
 
 
+{% macro micro_batch() %}
+    {#- The var hashcdc_micro_batch of `hashcdc stream`: false (a whole-date run), true (a
+        micro-batch reading the date's files), or the list of the date's files the
+        micro-batch reads (those the stream has not read before). -#}
+    {%- set value = var('hashcdc_micro_batch', false) -%}
+    {%- if value is string or value is none or value is boolean -%}
+        {{ return(value | string | lower == 'true') }}
+    {%- endif -%}
+    {{ return(value | list) }}
+{% endmacro %}
+
+
 {% macro is_micro_batch() %}
-    {#- Whether `hashcdc stream` runs this date (var hashcdc_micro_batch): the date's events
-        not applied yet are applied on top of the state as it is, the date's earlier
-        micro-batches kept (no restore); its history waits for the whole-date run that
-        closes the date. -#}
-    {{ return(var('hashcdc_micro_batch', false) | string | lower == 'true') }}
+    {#- Whether `hashcdc stream` runs this date (micro_batch): the date's events not applied
+        yet are applied on top of the state as it is, the date's earlier micro-batches kept
+        (no restore); its history waits for the whole-date run that closes the date. -#}
+    {%- set value = hashcdc.micro_batch() -%}
+    {{ return(value if value is boolean else value | length > 0) }}
 {% endmacro %}

@@ -8,13 +8,15 @@ through daily ``hashcdc run`` dates: once the stream's dates are closed (the las
 ``hashcdc run --date``, as a user closes it), current and history equal the twin's.
 
 Then as a service: ``hashcdc stream`` in the project's engine while files land, queried
-while it runs, the engine SIGKILLed during a batch and the stream started again, and a
+while it runs, the engine SIGKILLed during a batch and the stream started again, a new
+file read alone by the next batch, and a
 SIGTERM that stops it after its running batch; current and the closed date's history
 end as the daily path's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -199,10 +201,17 @@ def test_stream_as_a_service_survives_a_killed_engine_and_stops_on_sigterm(
     expected = "applied: I 2 U 1 D 2" if killed_before_commit else "applied: I 0 U 0 D 0"
     assert expected in output.text(), output.text()
 
+    # A file more: the batch reads it alone (the stream read the others before).
+    rename = update(20, {"id": 5, "name": "alice"}, id=5, name="alicia")
+    _deliver(project, "live", DATES[0], "c", [rename])
+    wait_until(lambda: "(1 event(s) read)" in output.text(), 300, "the batch of one new file")
+    assert _live_current(project.root, env) == [(1, "bobby"), (3, "dave"), (5, "alicia")]
+
     # The next date: the open date closed, the new one applied; then SIGTERM.
-    _deliver(project, "live", DATES[1], "a", NEXT)
+    later = [dataclasses.replace(event, lsn=event.lsn + 20) for event in NEXT]
+    _deliver(project, "live", DATES[1], "a", later)
     wait_until(lambda: f"live {DATES[1]}: applied" in output.text(), 300, "the next date")
-    assert f"live {DATES[0]}: closed: I 3 U 0 D 0" in output.text(), output.text()
+    assert f"live {DATES[0]}: closed: I 3 U 0 D 0 (11 event(s) read)" in output.text()
     stream.send_signal(signal.SIGTERM)
     stream.wait(60)
     log = project.root / "logs" / "engine.log"
@@ -216,7 +225,11 @@ def test_stream_as_a_service_survives_a_killed_engine_and_stops_on_sigterm(
         "select cast(business_date as string), operation, id, name from live_history "
         "order by 1, 3, 2",
     )
-    assert [(d, op, int(id_), name) for d, op, id_, name in history] == EXPECTED_HISTORY[:3]
+    assert [(d, op, int(id_), name) for d, op, id_, name in history] == [
+        (DATES[0], "I", 1, "bobby"),
+        (DATES[0], "I", 3, "dave"),
+        (DATES[0], "I", 5, "alicia"),
+    ]
 
 
 def test_stream_refuses_a_table_that_is_not_a_change_feed(project: Any, capsys: Any) -> None:

@@ -75,7 +75,7 @@ dbt = dbtObj(
     )
 )
 dbt.business_date = business_date
-# A micro-batch of `hashcdc stream` (the `is_micro_batch` macro).
-dbt.micro_batch = {{ hashcdc.is_micro_batch() }}
+# A micro-batch of `hashcdc stream`: False, True, or the files it reads (`micro_batch`).
+dbt.micro_batch = {{ hashcdc.micro_batch() }}
 df = model(dbt, spark)
 {%- endmacro -%}
