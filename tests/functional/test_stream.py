@@ -115,6 +115,14 @@ def test_stream_applies_each_event_once_and_its_closed_dates_equal_daily_runs(
     assert _current(project, "streamed") == [(8, "eve")]
     assert _dates(project, "streamed") == [(DATES[0], False), (DATES[1], True)]
 
+    # A daily run of a later date is refused while the stream's date is open (it would
+    # be left without history); nothing is written.
+    _deliver(project, "streamed", "2024-06-03", "a", [create(30, id=9, name="fay")])
+    assert _hashcdc(project, "run", "--date", "2024-06-03", "--select", "streamed") == 1
+    out = capsys.readouterr().out
+    assert f"business date {DATES[1]} was applied by `hashcdc stream` and is still open" in out
+    assert _current(project, "streamed") == [(8, "eve")]
+
     # A user closes the last date with a daily run of it.
     assert _hashcdc(project, "run", "--date", DATES[1], "--select", "streamed") == 0
     assert _dates(project, "streamed") == [(DATES[0], False), (DATES[1], False)]
