@@ -17,10 +17,15 @@ def _date(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _add_processing_options(parser: argparse.ArgumentParser) -> None:
-    """The options that `run` and `replay` share: which tables, where, and mass deletes."""
+def _add_table_options(parser: argparse.ArgumentParser) -> None:
+    """Which tables (``--select``), on which profile target (``--target``)."""
     parser.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
     parser.add_argument("--target", help="profile target (default: local)")
+
+
+def _add_processing_options(parser: argparse.ArgumentParser) -> None:
+    """The options that `run` and `replay` share: which tables, where, and mass deletes."""
+    _add_table_options(parser)
     parser.add_argument(
         "--allow-mass-delete",
         action="store_true",
@@ -52,8 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         "readable, columns as configured), without running dbt",
     )
     check.add_argument("--date", nargs="+", type=_date, default=[], help="YYYY-MM-DD")
-    check.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
-    check.add_argument("--target", help="profile target (default: local)")
+    _add_table_options(check)
     status = sub.add_parser("status", help="one line per table: last run, counts, lag")
     status.add_argument("--target", help="profile target (default: local)")
     drop = sub.add_parser(
@@ -117,8 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="apply change feeds' events to their state as they land, in micro-batches, "
         "until stopped (SIGTERM or Ctrl-C: after the running batch)",
     )
-    stream.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
-    stream.add_argument("--target", help="profile target (default: local)")
+    _add_table_options(stream)
     stream.add_argument(
         "--interval",
         type=float,
@@ -247,15 +250,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="bring an earlier release's tables to the current layout: Delta states, "
         "INT64 timestamps (history and versions kept)",
     )
-    upgrade.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
-    upgrade.add_argument("--target", help="profile target (default: local)")
+    _add_table_options(upgrade)
 
     compact_parser = sub.add_parser(
         "compact",
         help="compact the states' and histories' files, apply their retention (OPTIMIZE, VACUUM)",
     )
-    compact_parser.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
-    compact_parser.add_argument("--target", help="profile target (default: local)")
+    _add_table_options(compact_parser)
 
     bench_parser = sub.add_parser(
         "bench", help="benchmark the days of four cases against the copy floor and a peer"
@@ -300,6 +301,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="only `hashcdc capture` against the database of this captured table: snapshot "
         "and streaming rates for --rows rows (a bench table of its own there)",
     )
+    bench_parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="only `hashcdc stream`: how far current trails a change feed landing --rate "
+        "updates a second for --seconds, after --rows snapshot reads, beside a plain "
+        "Structured Streaming foreachBatch MERGE on the same events",
+    )
+    bench_parser.add_argument("--rate", type=int, default=1_000, help="--stream: updates/s")
+    bench_parser.add_argument("--seconds", type=int, default=600, help="--stream: how long")
     bench_parser.add_argument(
         "--only-change-cost",
         action="store_true",

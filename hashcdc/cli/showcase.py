@@ -145,6 +145,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.report:
             args.report.write_text(table)
         return 0
+    if args.stream:
+        # deferred: Spark's modules load only for the commands that use them
+        from hashcdc.bench import stream as stream_bench
+
+        for rows in args.rows:
+            figures = stream_bench.run(project_dir, rows, args.rate, args.seconds)
+            print(json.dumps(figures), flush=True)
+        return 0
     if args.capture:
         # deferred: Spark's modules load only for the commands that use them
         from hashcdc.bench import capture as capture_bench

@@ -1,0 +1,244 @@
+"""``hashcdc bench --stream``: how far ``current`` trails a change feed's landing.
+
+In a scratch project of its own, a change feed (``bench_stream``: a ``bigint`` key, a name
+and an amount) gets ``--rows`` snapshot reads, then a file of ``rate`` updates every
+second for ``seconds``, each event's Debezium ``ts_ms`` its file's landing time (the
+source commit, as ``hashcdc capture`` lands a roll). Measured twice on the same events,
+one after the other, on an otherwise idle machine:
+
+* **hashcdc**: ``hashcdc stream --interval 0.5`` in the project's engine, as a user runs
+  it. A file's lag is its events' commit time to the end of the first micro-batch whose
+  latest applied event is at least as late (the audit's ``ended_at`` and
+  ``latest_event_at``): then ``current`` shows it.
+* **peer**: the recipe a Spark user writes — Structured Streaming over the same landing
+  folder (``text`` source, a 0.5 s trigger) and a ``foreachBatch`` that keeps the latest
+  event per key and MERGEs it into a Delta table, in a process of its own; a file's lag
+  is its commit time to the end of the batch that merged it.
+
+Reported: p50, p99 and the worst lag, batches, and the resident memory of the stream's
+process (the engine and its JVM) sampled every 5 s: its first and last sample after the
+snapshot. One run, no repetition (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hashcdc.codegen import generate
+from hashcdc.config import load_table_configs
+from hashcdc.engine.place import Place
+from hashcdc.runtime.scaffold import scratch_project
+
+TABLE = "bench_stream"
+SAMPLE_SECONDS = 5.0
+CONFIG = {
+    "name": TABLE,
+    "extract_type": "changes",
+    "source": {"path": f"landing/{TABLE}/{{business_date}}/*", "format": "debezium"},
+    "changes": {"sequence_by": ["source.lsn"]},
+    "columns": [
+        {"name": "id", "type": "bigint", "key": True},
+        {"name": "name", "type": "string"},
+        {"name": "amount", "type": "bigint"},
+    ],
+}
+
+
+def _event(op: str, key: int, amount: int, lsn: int, ts_ms: int) -> str:
+    row = {"id": key, "name": f"name {key}", "amount": amount}
+    source = {"connector": "postgresql", "lsn": lsn, "ts_ms": ts_ms}
+    return json.dumps({"before": None, "after": row, "op": op, "ts_ms": ts_ms, "source": source})
+
+
+class Landing(threading.Thread):
+    """Lands a file of ``rate`` updates every second; records each file's commit time."""
+
+    def __init__(self, folder: Path, rows: int, rate: int, seconds: int, first_lsn: int) -> None:
+        super().__init__(daemon=True)
+        self.folder, self.rows, self.rate, self.seconds = folder, rows, rate, seconds
+        self.lsn = first_lsn
+        self.files: list[tuple[str, int]] = []  # (name, commit ms)
+
+    def run(self) -> None:
+        """Land the files, one a second, each renamed into place whole."""
+        started = time.monotonic()
+        for second in range(self.seconds):
+            time.sleep(max(0.0, started + second - time.monotonic()))
+            now_ms = int(time.time() * 1000)
+            lines = []
+            for _ in range(self.rate):
+                self.lsn += 1
+                key = (self.lsn * 7919) % self.rows
+                lines.append(_event("u", key, self.lsn, self.lsn, now_ms))
+            name = f"updates-{second:05d}.json"
+            scratch = self.folder / f".{name}"
+            scratch.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            scratch.rename(self.folder / name)  # whole, as the capture lands a roll
+            self.files.append((name, now_ms))
+
+
+def _snapshot(folder: Path, rows: int) -> int:
+    """The snapshot's reads in one file; the last lsn used."""
+    folder.mkdir(parents=True, exist_ok=True)
+    now_ms = int(time.time() * 1000)
+    with (folder / "snapshot.json").open("w", encoding="utf-8") as out:
+        for key in range(rows):
+            out.write(_event("r", key, 0, 1, now_ms) + "\n")
+    return 1
+
+
+def _resident_mib(pid: int) -> float:
+    """Resident memory of a process and its children (the engine and its JVM), MiB."""
+    total = 0
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    for each in pids:
+        status = Path(f"/proc/{each}/status")
+        if status.exists():
+            for line in status.read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return round(total / 1024, 1)
+
+
+def _percentiles(lags: list[float]) -> dict[str, float]:
+    ordered = sorted(lags)
+    if not ordered:
+        return {}
+
+    def at(fraction: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))], 2)
+
+    return {"p50_s": at(0.5), "p99_s": at(0.99), "max_s": round(ordered[-1], 2)}
+
+
+def _file_lags(files: list[tuple[str, int]], batches: list[tuple[int, int]]) -> list[float]:
+    """Each file's lag: commit to the end of the first batch holding an event as late."""
+    lags = []
+    for _, commit_ms in files:
+        ends = [ended for ended, latest in batches if latest >= commit_ms]
+        if ends:
+            lags.append((min(ends) - commit_ms) / 1000)
+    return lags
+
+
+def _land_and_sample(
+    pid: int, folder: Path, rows: int, rate: int, seconds: int, lsn: int
+) -> tuple[Landing, list[float]]:
+    """Land the updates while sampling the stream process's memory; then 30 s for the tail."""
+    memory = [_resident_mib(pid)]
+    landing = Landing(folder, rows, rate, seconds, lsn)
+    landing.start()
+    while landing.is_alive():
+        landing.join(SAMPLE_SECONDS)
+        memory.append(_resident_mib(pid))
+    time.sleep(30)  # the last files' batches
+    memory.append(_resident_mib(pid))
+    return landing, memory
+
+
+def _figures(landing: Landing, batches: list[tuple[int, int]], memory: list[float]) -> dict:
+    """One side's figures: batches, files made visible, lag percentiles, memory."""
+    lags = _file_lags(landing.files, batches)
+    return {
+        "batches": len(batches),
+        "files": len(landing.files),
+        "files_visible": len(lags),
+        **_percentiles(lags),
+        "memory_mib_first": memory[0],
+        "memory_mib_last": memory[-1],
+        "memory_mib_max": max(memory),
+    }
+
+
+def _hashcdc(work: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "hashcdc.cli", "--project-dir", str(work), *args]
+
+
+def _hashcdc_side(work: Path, env: dict[str, str], rows: int, rate: int, seconds: int) -> dict:
+    folder = work / "landing" / TABLE / dt.datetime.now(dt.timezone.utc).date().isoformat()
+    lsn = _snapshot(folder, rows)
+    log = (work / "stream.log").open("w")
+    stream = subprocess.Popen(
+        _hashcdc(work, "stream", "--interval", "0.5"), cwd=work, env=env, stdout=log, stderr=log
+    )
+    try:
+        while "applied:" not in (work / "stream.log").read_text():
+            if stream.poll() is not None:
+                raise SystemExit((work / "stream.log").read_text()[-3000:])
+            time.sleep(0.5)
+        pid = int(Place.of(work).read_record().get("pid") or 0)
+        landing, memory = _land_and_sample(pid, folder, rows, rate, seconds, lsn)
+    finally:
+        stream.terminate()
+        stream.wait(60)
+    done = subprocess.run(
+        _hashcdc(
+            work,
+            "query",
+            "select unix_millis(ended_at), unix_millis(latest_event_at) from cdc_runs "
+            f"where table_name = '{TABLE}' and command = 'run' and latest_event_at is not null",
+        ),
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    batches = [tuple(int(v) for v in line.split(",")) for line in done.stdout.splitlines()[1:]]
+    return _figures(landing, batches, memory)  # type: ignore[arg-type]
+
+
+def _peer_side(work: Path, env: dict[str, str], rows: int, rate: int, seconds: int) -> dict:
+    folder = work / "peer_landing"
+    lsn = _snapshot(folder, rows)
+    batches_file = work / "peer_batches.jsonl"
+    log = (work / "peer.log").open("w")
+    peer_module = "hashcdc.bench.stream_peer"
+    command = [sys.executable, "-m", peer_module, str(work), str(folder), str(batches_file)]
+    peer = subprocess.Popen(
+        command, cwd=work, env=env | {"HASHCDC_ENGINE": "off"}, stdout=log, stderr=log
+    )
+    try:
+        while not batches_file.exists() or not batches_file.read_text().strip():
+            if peer.poll() is not None:
+                raise SystemExit((work / "peer.log").read_text()[-3000:])
+            time.sleep(0.5)
+        landing, memory = _land_and_sample(peer.pid, folder, rows, rate, seconds, lsn)
+    finally:
+        peer.terminate()
+        peer.wait(60)
+    batches = [tuple(json.loads(line)) for line in batches_file.read_text().splitlines()]
+    return _figures(landing, batches, memory)  # type: ignore[arg-type]
+
+
+def run(project_dir: Path, rows: int, rate: int, seconds: int) -> dict[str, Any]:
+    """Both sides on the same events, one after the other; their figures."""
+    work = Path(tempfile.mkdtemp(prefix="hashcdc_stream_bench_"))
+    env = os.environ | scratch_project(project_dir, work)
+    (work / "tables" / f"{TABLE}.yml").write_text(yaml.safe_dump(CONFIG, sort_keys=False))
+    generate.write(work, load_table_configs(work / "tables"))
+    figures: dict[str, Any] = {"rows": rows, "rate": rate, "seconds": seconds}
+    try:
+        figures["hashcdc"] = _hashcdc_side(work, env, rows, rate, seconds)
+        subprocess.run(_hashcdc(work, "engine", "stop"), cwd=work, env=env, check=False)
+        figures["peer"] = _peer_side(work, env, rows, rate, seconds)
+    finally:
+        subprocess.run(_hashcdc(work, "engine", "stop"), cwd=work, env=env, check=False)
+        if not os.environ.get("HASHCDC_BENCH_KEEP"):
+            shutil.rmtree(work, ignore_errors=True)
+    return figures

@@ -1,0 +1,69 @@
+"""The peer of ``hashcdc bench --stream``: the streaming MERGE a Spark user writes.
+
+Structured Streaming over a landing folder of Debezium JSON lines (``text`` source, a
+0.5 s trigger); each micro-batch keeps the latest event per key (by ``source.lsn``) and
+MERGEs it into a Delta table. Each batch's end (ms) and its newest event's ``ts_ms`` are
+appended to a file as a JSON pair. Run as ``python -m hashcdc.bench.stream_peer WORK
+FOLDER OUT`` with the scratch project's environment; it runs until terminated.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from delta.tables import DeltaTable
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+from hashcdc.runtime.project import spark_session
+
+EVENT_SCHEMA = (
+    "after struct<id bigint, name string, amount bigint>, op string, ts_ms bigint, "
+    "source struct<lsn bigint>"
+)
+
+
+def main(work: Path, folder: str, out: Path) -> None:
+    """Stream ``folder`` into ``work/peer_current`` until terminated."""
+    spark = spark_session(work)
+    target = str(work / "peer_current")
+    spark.sql(
+        f"create table if not exists delta.`{target}` "
+        "(id bigint, name string, amount bigint, lsn bigint) using delta"
+    )
+    batches = out.open("a", encoding="utf-8")
+
+    def merge(batch: DataFrame, batch_id: Any) -> None:
+        events = batch.select(F.from_json("value", EVENT_SCHEMA).alias("e")).select("e.*")
+        newest_first = Window.partitionBy("after.id").orderBy(F.desc("source.lsn"))
+        latest = events.withColumn("r", F.row_number().over(newest_first)).where("r = 1")
+        newest = latest.agg(F.max("ts_ms")).first()[0]
+        source = latest.select("after.*", F.col("source.lsn").alias("lsn"))
+        (
+            DeltaTable.forPath(spark, target)
+            .alias("t")
+            .merge(source.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+        batches.write(json.dumps([int(time.time() * 1000), newest]) + "\n")
+        batches.flush()
+
+    query = (
+        spark.readStream.format("text")
+        .load(folder)
+        .writeStream.foreachBatch(merge)
+        .option("checkpointLocation", str(work / "peer_checkpoint"))
+        .trigger(processingTime="0.5 seconds")
+        .start()
+    )
+    query.awaitTermination()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))
