@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from delta.tables import DeltaTable
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
@@ -43,13 +42,10 @@ def main(work: Path, folder: str, out: Path) -> None:
         latest = events.withColumn("r", F.row_number().over(newest_first)).where("r = 1")
         newest = latest.agg(F.max("ts_ms")).first()[0]
         source = latest.select("after.*", F.col("source.lsn").alias("lsn"))
-        (
-            DeltaTable.forPath(spark, target)
-            .alias("t")
-            .merge(source.alias("s"), "t.id = s.id")
-            .whenMatchedUpdateAll()
-            .whenNotMatchedInsertAll()
-            .execute()
+        source.createOrReplaceTempView("peer_batch")
+        batch.sparkSession.sql(
+            f"merge into delta.`{target}` as t using peer_batch as s on t.id = s.id "
+            "when matched then update set * when not matched then insert *"
         )
         batches.write(json.dumps([int(time.time() * 1000), newest]) + "\n")
         batches.flush()
