@@ -430,7 +430,9 @@ class PriorState:
             return cls(None)
         applied = applied_versions(spark, state)
         if micro_batch and applied and applied[-1].business_date == date:
-            return cls(spark.table(state))
+            # Pinned: the stage may be read again after the batch's own commit (the audit).
+            latest = applied[-1].last_version
+            return cls(spark.sql(f"select * from {state} version as of {latest}"))
         previous = version_before(applied, date)
         if previous is None:
             return cls(None)

@@ -98,6 +98,8 @@ def test_stream_applies_each_event_once_and_its_closed_dates_equal_daily_runs(
     # Keys 3 and 5 inserted, 1 updated, 2 and 0 (moved to 5) deleted.
     assert "applied: I 2 U 1 D 2 (10 event(s) read)" in out, out
     assert "skipped" not in out
+    # The audit saw the batch's new events: the latest one's commit time gives the lag.
+    assert "; lag " in out, out
     # No history while the date is open: it is written when the date closes.
     assert not project.spark.catalog.tableExists(f"{project.schema}.streamed_history")
 
