@@ -429,11 +429,9 @@ class PriorState:
         if state is None or not spark.catalog.tableExists(state):
             return cls(None)
         applied = applied_versions(spark, state)
-        if micro_batch and applied and applied[-1].business_date == date:
-            # Pinned: the stage may be read again after the batch's own commit (the audit).
-            latest = applied[-1].last_version
-            return cls(spark.sql(f"select * from {state} version as of {latest}"))
-        previous = version_before(applied, date)
+        on_top = micro_batch and applied and applied[-1].business_date == date
+        # A version, not the table: the stage may be read again after the batch's commit.
+        previous = applied[-1] if on_top else version_before(applied, date)
         if previous is None:
             return cls(None)
         return cls(spark.sql(f"select * from {state} version as of {previous.last_version}"))

@@ -219,7 +219,7 @@ class Stream:
             if applied.status in audit.FAILED_STATUSES:
                 return self._fail(table, applied)
             self.seen[(table.name, date)] = signature
-            latest = DateVersion(-1, date, -1, is_open=True)
+            latest = self._latest(table)
         return None
 
     def _fail(self, table: TableConfig, batch: Batch) -> None:
