@@ -28,6 +28,7 @@ from hashcdc.capture.mariadb_source import (
     position_parts,
     prerequisite_problems,
     query,
+    replica_connection,
     row_image,
     server_id,
     typed_columns,
@@ -161,7 +162,7 @@ class MariaDBCapture(LogCapture):
     def _stream(self) -> None:
         from pymysqlreplication import BinLogStreamReader
 
-        # The library logs (and retries) a dropped stream itself; the capture says it.
+        # Its warnings are about what the capture handles and says itself.
         logging.getLogger("pymysqlreplication").setLevel(logging.ERROR)
         from pymysqlreplication.event import (
             HeartbeatLogEvent,
@@ -186,6 +187,7 @@ class MariaDBCapture(LogCapture):
         names += [name.split(".", 1) for name in self.earlier_names]
         stream = BinLogStreamReader(
             connection_settings=connection_settings(self.group),
+            pymysql_wrapper=replica_connection,
             server_id=server_id(self.group.slot),
             blocking=True,
             resume_stream=True,

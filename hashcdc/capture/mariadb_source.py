@@ -13,6 +13,7 @@ import math
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 from hashcdc.capture.base import ConnectionLostError, first_line
@@ -97,6 +98,38 @@ def connect(group: CaptureGroup) -> Iterator[Any]:
         yield connection
     finally:
         connection.close()
+
+
+# PyMySQL's codes for a connection lost while reading (the server gone, the network cut).
+_LOST_CODES = {2006, 2013}
+
+
+@cache
+def _replica_connection_class() -> type:
+    """A PyMySQL connection whose lost link raises :class:`ConnectionLostError`.
+
+    python-mysql-replication reconnects a dropped stream by itself, from the position it
+    read up to, with what the capture read but has not landed still in memory. Raised
+    past it, the loss takes the capture's own recovery instead: back to the landed
+    position, said in the log and kept in the offsets (what ``hashcdc status`` shows).
+    """
+    import pymysql
+
+    class ReplicaConnection(pymysql.connections.Connection):  # type: ignore[misc]
+        def _read_packet(self, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return super()._read_packet(*args, **kwargs)
+            except pymysql.err.OperationalError as exc:
+                if exc.args and exc.args[0] in _LOST_CODES:
+                    raise ConnectionLostError(f"lost the server: {first_line(exc)}") from None
+                raise
+
+    return ReplicaConnection
+
+
+def replica_connection(**settings: Any) -> Any:
+    """The binary log reader's connections (its ``pymysql_wrapper``)."""
+    return _replica_connection_class()(**settings)
 
 
 def query(connection: Any, sql: str, *parameters: Any) -> list[tuple[Any, ...]]:
