@@ -235,6 +235,15 @@ def mariadb() -> Iterable[Any]:
 
 
 @pytest.fixture(scope="session")
+def kafka() -> Iterable[Any]:
+    """A private single-node Kafka broker (KRaft), stopped when the run ends."""
+    from servers import kafka_broker
+
+    with kafka_broker() as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
 def postgres() -> Iterable[Any]:
     """A private PostgreSQL server for shared-metastore tests, stopped when the run ends."""
     from servers import postgres_server

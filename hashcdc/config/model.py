@@ -323,20 +323,63 @@ class DatabaseSource:
 
 
 @dataclass(frozen=True, kw_only=True)
+class KafkaSource:
+    """A Kafka topic of Debezium events: read through Spark's Kafka source, no landing."""
+
+    SCHEMA: ClassVar[dict[str, Any]] = {
+        "name": "kafka",
+        "description": "A Kafka topic of the table's Debezium events (JSON, with or without "
+        "the schema wrapper; one topic per table as Debezium names them). A business date "
+        "reads the events whose commit time falls in it; Kafka offsets are not kept: each "
+        "event is applied once by the state's sequence watermark.",
+        "x-unknown": "unknown kafka field",
+        "x-message": "must be a mapping {bootstrap_servers, topic, options, clock_skew_seconds}",
+    }
+
+    bootstrap_servers: str = setting(
+        description="The brokers to reach first, host:port[,host:port...].",
+        pattern="^[^,\\s]+:[0-9]+(,[^,\\s]+:[0-9]+)*$",
+        message="must be host:port[,host:port...], got {value!r}",
+    )
+    topic: str = setting(
+        description="The table's topic (Debezium: <prefix>.<schema>.<table>).",
+        pattern="^[A-Za-z0-9._-]{1,249}$",
+        message="must be a Kafka topic name, got {value!r}",
+    )
+    options: dict[str, str] = setting(
+        factory=dict,
+        description="More consumer settings, as Kafka names them (security.protocol, "
+        "sasl.mechanism, ...): given to Spark's Kafka source as kafka.<name>.",
+        schema={"type": "object", "additionalProperties": {"type": "string"}},
+        show_default=False,
+    )
+    clock_skew_seconds: int = setting(
+        60,
+        description="How much earlier than its source commit an event's Kafka timestamp may "
+        "be (the clocks of the database and the producer differ): a date's read starts this "
+        "long before the date.",
+        minimum=0,
+        message="must be a whole number of seconds, got {value!r}",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class SourceConfig:
     """Where a table's extract for a business date lands and how to parse it."""
 
     SCHEMA: ClassVar[dict[str, Any]] = {
         "name": "source",
         "x-unknown": "unknown field",
-        "x-message": "missing; give at least source.path with {business_date} in it",
+        "x-message": "missing; give source.path with {business_date} in it, or source.kafka",
     }
 
-    path: str = setting(
+    path: str | None = setting(
+        None,
         description="File, folder or glob with {business_date} in it; relative paths are taken "
-        "from the project folder.",
+        "from the project folder. Not with kafka.",
         pattern="\\{business_date\\}",
         message=PATH_MESSAGE,
+        show_default=False,
     )
     # Its description, values and message come from the readers (hashcdc.registries).
     format: str = setting("csv", schema={"enum": ["csv"]})
@@ -344,9 +387,12 @@ class SourceConfig:
     # loader fills in their defaults from the schema.
     csv: dict[str, Any] = setting(factory=dict, schema={"$ref": "#/$defs/csv"}, show_default=False)
     database: DatabaseSource | None = setting(None)
+    kafka: KafkaSource | None = setting(None)
 
     def path_for(self, business_date: str) -> str:
         """The source path (file, folder or glob) for one business date."""
+        if self.path is None:
+            raise ValueError("a source read from Kafka has no path")
         return self.path.replace("{business_date}", business_date)
 
 

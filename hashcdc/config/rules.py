@@ -255,6 +255,7 @@ def table_rules(raw: dict[str, Any], file: str, problems: Problems) -> None:
             problems.add("duplicates_keep_last_by", "must be a non-key column")
     _changes_rules(raw, problems)
     _database_rules(raw, problems)
+    _kafka_rules(raw, problems)
 
 
 # Where `hashcdc extract` lands a database table's snapshot: files it writes whole.
@@ -322,6 +323,34 @@ def _captured_rules(
             "changes.sequence_by",
             "captured events are ordered by their commit, then by the change within it: "
             f"sequence_by: [{', '.join(CAPTURED_SEQUENCE)}]",
+        )
+
+
+# The formats of Debezium's JSON converter, what a topic of change events holds.
+KAFKA_FORMATS = ("debezium", "debezium_flat")
+
+
+def _kafka_rules(raw: dict[str, Any], problems: Problems) -> None:
+    """Where events come from: a path (files) or a Kafka topic, exactly one."""
+    source = raw.get("source")
+    if not isinstance(source, dict):
+        return
+    kafka = source.get("kafka")
+    if (source.get("path") is None) == (kafka is None):
+        problems.add(
+            "source",
+            "give exactly one of path (files with {business_date} in it) and kafka (a topic)",
+        )
+    if kafka is None:
+        return
+    if source.get("database") is not None:
+        problems.add("source.kafka", "a topic is read as it is: remove database")
+    if raw.get("extract_type") != "changes":
+        problems.add("extract_type", "a Kafka topic holds change events: set extract_type: changes")
+    if source.get("format", "csv") not in KAFKA_FORMATS:
+        problems.add(
+            "source.format",
+            f"a topic of Debezium events is read as {' or '.join(KAFKA_FORMATS)}: set format",
         )
 
 

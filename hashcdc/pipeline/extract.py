@@ -16,6 +16,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
 from hashcdc.errors import InputDataError
+from hashcdc.pipeline import kafka
 from hashcdc.pipeline.columns import BLOCK_START, ROW_ID, SOURCE_FILE
 from hashcdc.runtime.hadoop import HadoopFiles, resolve_location
 
@@ -54,6 +55,8 @@ def extract_files(spark: SparkSession, table: TableConfig, business_date: str) -
         When there are none: naming the expected path and the config field that sets it.
 
     """
+    if table.source.kafka is not None:
+        return [kafka.topic_location(table, business_date)]
     path = resolve_source_path(table, business_date)
     files = HadoopFiles.of(spark).data_files(path)
     if not files:
@@ -93,6 +96,8 @@ def refuse_files_not_text(
     """
     hadoop = HadoopFiles.of(spark)
     for file in files:
+        if kafka.is_topic(file):  # a topic's values are read as text, each on its own
+            continue
         problem = not_text_problem(hadoop.head(file, SNIFF_BYTES), encoding)
         if problem:
             raise InputDataError(
@@ -113,6 +118,11 @@ def position_columns() -> list[Column]:
     ]
 
 
-def read_event_lines(spark: SparkSession, files: list[str]) -> DataFrame:
-    """JSON event files as lines of text, with where each line sits (file, split, id)."""
+def read_event_lines(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+    """JSON events as lines of text, with where each line sits (file, split, id).
+
+    From files, or from a topic's date (:mod:`hashcdc.pipeline.kafka`).
+    """
+    if files and kafka.is_topic(files[0]):
+        return kafka.read_topic_lines(spark, table, files[0], LINE_COLUMN)
     return spark.read.text(files).select(F.col("value").alias(LINE_COLUMN), *position_columns())

@@ -38,6 +38,12 @@ def with_row_numbers(
     it reads no column, and it only happens when rows were rejected.
     """
     reader = table_reader(table)
+    if table.source.kafka is not None:  # a record's number is its offset in its partition
+        return rejected.select(
+            "*",
+            F.col(ROW_ID).alias("_row_number"),
+            F.lit(None).cast("bigint").alias("_line_number"),
+        )
     if reader.row_id_is_file_row:
         return rejected.select(
             "*",

@@ -48,10 +48,22 @@ RUNTIME_JARS = (
     # `hashcdc extract` reads PostgreSQL and MariaDB tables through Spark's JDBC source.
     MavenJar("org.postgresql", "postgresql", "42.7.14"),
     MavenJar("org.mariadb.jdbc", "mariadb-java-client", "3.5.6"),
+    # A table with source.kafka reads its topic through Spark's Kafka source. Its other
+    # dependencies (lz4, snappy, zstd, scala-parallel-collections) are among Spark's jars.
+    MavenJar("org.apache.spark", "spark-sql-kafka-0-10_2.13", "4.0.1"),
+    # 4.0.1's build of it is not on Maven Central; it holds delegation-token helpers only,
+    # unchanged between the two patch releases.
+    MavenJar("org.apache.spark", "spark-token-provider-kafka-0-10_2.13", "4.0.0"),
+    MavenJar("org.apache.kafka", "kafka-clients", "3.9.1"),
+    MavenJar("org.apache.commons", "commons-pool2", "2.12.0"),
 )
 # Only `hashcdc bench --formats` loads it: the measurement behind the choice of format.
 ICEBERG_JAR = MavenJar("org.apache.iceberg", "iceberg-spark-runtime-4.0_2.13", "1.10.0")
 ALL_JARS = (*RUNTIME_JARS, ICEBERG_JAR)
+# A Kafka broker for the tests and `hashcdc bench` (single node, KRaft), with its
+# dependencies: a folder of its own under the jar folder, never on Spark's classpath.
+BROKER = MavenJar("org.apache.kafka", "kafka_2.13", "4.1.1")
+BROKER_FOLDER = "kafka-broker"
 
 TABLE_FORMAT_SETTINGS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -122,9 +134,52 @@ def fetch(jars: tuple[MavenJar, ...] = ALL_JARS) -> list[Path]:
     return fetched
 
 
+def broker_classpath() -> list[Path]:
+    """The Kafka broker's jars; missing: an error that says how to fetch them."""
+    folder = jars_dir() / BROKER_FOLDER
+    paths = sorted(folder.glob("*.jar"))
+    if not any(path.name == BROKER.file_name for path in paths):
+        raise HashcdcError(
+            f"{BROKER.file_name} not found in {folder}: run `make install` (or "
+            "`python -m hashcdc.runtime.jars`) once to fetch it from Maven Central"
+        )
+    return paths
+
+
+def fetch_broker() -> Path | None:
+    """Copy the Kafka broker and its dependencies into their folder with ``mvn`` (once)."""
+    folder = jars_dir() / BROKER_FOLDER
+    if (folder / BROKER.file_name).is_file():
+        return None
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise HashcdcError(f"mvn not found: install Maven to fetch {BROKER.coordinate}")
+    folder.mkdir(parents=True, exist_ok=True)
+    pom = folder / "pom.xml"
+    pom.write_text(
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>hashcdc</groupId><artifactId>kafka-broker</artifactId><version>1</version>"
+        f"<dependencies><dependency><groupId>{BROKER.group}</groupId>"
+        f"<artifactId>{BROKER.artifact}</artifactId><version>{BROKER.version}</version>"
+        "</dependency></dependencies></project>",
+        encoding="utf-8",
+    )
+    try:
+        subprocess.run(
+            [mvn, "--batch-mode", "--quiet", "-f", str(pom), "dependency:copy-dependencies",
+             "-DincludeScope=runtime", f"-DoutputDirectory={folder}"],
+            check=True,
+        )  # fmt: skip
+    finally:
+        pom.unlink()
+    return folder
+
+
 if __name__ == "__main__":
     try:
         for path in fetch():
             print(f"fetched {path}")
+        if broker := fetch_broker():
+            print(f"fetched the Kafka broker into {broker}")
     except (HashcdcError, subprocess.CalledProcessError) as exc:
         sys.exit(f"hashcdc jars: {exc}")

@@ -25,7 +25,7 @@ class JsonRowsReader(Reader):
     malformed_row: ClassVar[str] = "malformed row: not a JSON object"
 
     def read_rows(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
-        lines = read_event_lines(spark, files).where(F.trim(LINE_COLUMN) != "")
+        lines = read_event_lines(spark, table, files).where(F.trim(LINE_COLUMN) != "")
         parsed = lines.select("*", F.try_parse_json(LINE_COLUMN).alias("_parsed"))
 
         def field(sources: tuple[str, ...]) -> Any:

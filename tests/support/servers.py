@@ -296,6 +296,85 @@ def mariadb_server() -> Iterator[MariaDB]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+# -- Kafka ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KafkaBroker:
+    """A single-node Kafka broker (KRaft: its own controller) on a loopback port."""
+
+    port: int
+    folder: Path
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """What a client is given to reach it."""
+        return f"{LOOPBACK}:{self.port}"
+
+
+@contextmanager
+def kafka_broker() -> Iterator[KafkaBroker]:
+    """Kafka from the jars `make install` fetched (jars/kafka-broker), stopped at the end.
+
+    The storage is formatted for a one-node cluster, then the broker started; it is ready
+    when its port answers. Topics are created on first use, one partition each.
+    """
+    from hashcdc.runtime.jars import broker_classpath
+
+    folder = Path(tempfile.mkdtemp(prefix="hashcdc_kafka_"))
+    port, controller = free_port(), free_port()
+    settings = folder / "server.properties"
+    settings.write_text(
+        "\n".join([
+            "process.roles=broker,controller",
+            "node.id=1",
+            f"controller.quorum.voters=1@{LOOPBACK}:{controller}",
+            f"listeners=PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller}",
+            f"advertised.listeners=PLAINTEXT://{LOOPBACK}:{port}",
+            "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            f"log.dirs={folder / 'logs'}",
+            "num.partitions=1",
+            "offsets.topic.replication.factor=1",
+            "transaction.state.log.replication.factor=1",
+            "transaction.state.log.min.isr=1",
+            "group.initial.rebalance.delay.ms=0",
+            "auto.create.topics.enable=true",
+            # The tests' records carry commit times of past dates as their timestamps: kept
+            # (time-based retention would delete them at once).
+            "log.retention.ms=-1",
+        ]) + "\n",
+        encoding="utf-8",
+    )  # fmt: skip
+    java = [shutil.which("java") or "java", "-Xmx512m", "-XX:+UseSerialGC", "-cp",
+            ":".join(str(path) for path in broker_classpath())]  # fmt: skip
+    subprocess.run(
+        [*java, "kafka.tools.StorageTool", "format", "-t", "hashcdc-tests-cluster0",
+         "-c", str(settings)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    log = (folder / "server.log").open("a")
+    process = subprocess.Popen(
+        [*java, "kafka.Kafka", str(settings)],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+
+        def answers() -> bool:
+            if process.poll() is not None:
+                raise RuntimeError(f"Kafka stopped: {(folder / 'server.log').read_text()[-2000:]}")
+            with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), 1):
+                return True
+            return False
+
+        wait_until(answers, 90, "Kafka's start")
+        yield KafkaBroker(port, folder)
+    finally:
+        stop_group(process)
+        log.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 # -- Spark standalone ---------------------------------------------------------------------
 
 

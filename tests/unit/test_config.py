@@ -461,5 +461,33 @@ def test_a_source_mapping_without_its_path_is_reported() -> None:
     )
     assert config is None
     assert problems == [
-        "tables/t.yml: source.path: must be a path template containing {business_date}, got None"
+        "tables/t.yml: source: give exactly one of path (files with {business_date} in it) "
+        "and kafka (a topic)"
+    ]
+
+
+def test_a_kafka_source_reads_a_topic_of_change_events() -> None:
+    config, problems = parse(
+        "name: t\nextract_type: changes\nchanges: {sequence_by: [source.lsn]}\n"
+        "source: {format: debezium, kafka: {bootstrap_servers: '127.0.0.1:9092', topic: a.b}}\n"
+        "columns: [{name: id, type: int, key: true}]"
+    )
+    assert problems == []
+    assert config is not None and config.source.kafka is not None
+    assert (config.source.kafka.topic, config.source.kafka.clock_skew_seconds) == ("a.b", 60)
+    assert config.source.path is None
+
+
+def test_a_kafka_source_is_checked_against_the_other_fields() -> None:
+    _, problems = parse(
+        "name: t\nextract_type: full\n"
+        "source: {path: 'x/{business_date}', kafka: {bootstrap_servers: 'h:1', topic: a}}\n"
+        "columns: [{name: id, type: int, key: true}]"
+    )
+    assert problems == [
+        "tables/t.yml: source: give exactly one of path (files with {business_date} in it) "
+        "and kafka (a topic)",
+        "tables/t.yml: extract_type: a Kafka topic holds change events: set extract_type: changes",
+        "tables/t.yml: source.format: a topic of Debezium events is read as debezium or "
+        "debezium_flat: set format",
     ]

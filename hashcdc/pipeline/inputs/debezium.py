@@ -20,6 +20,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from hashcdc.column_types import column_type
 from hashcdc.config import ColumnConfig, SequenceField, TableConfig
 from hashcdc.errors import InputDataError
+from hashcdc.pipeline import kafka
 from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
 from hashcdc.pipeline.evolution.schema_changes import (
     SCHEMA_FILE_PREFIX,
@@ -76,7 +77,7 @@ class JsonEventsReader(Reader):
 
     def read_rows(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
         """The lines (the rejects count a split's rows from them)."""
-        return read_event_lines(spark, files)
+        return read_event_lines(spark, table, files)
 
     def check_columns(
         self, spark: SparkSession, table: TableConfig, files: list[str], business_date: str
@@ -92,7 +93,7 @@ class JsonEventsReader(Reader):
         one, else inferred from a sample.
         """
         announced = self._check_shape(spark, table, files, business_date)
-        lines = read_event_lines(spark, files).limit(SAMPLE_ROWS)
+        lines = read_event_lines(spark, table, files).limit(SAMPLE_ROWS)
         line = F.col(LINE_COLUMN)
         image = F.coalesce(*[F.get_json_object(line, path) for path in self.image_paths], line)
         images = lines.select(image.alias("image")).where(F.col("image").startswith("{")).cache()
@@ -125,6 +126,8 @@ class JsonEventsReader(Reader):
         spark: SparkSession, table: TableConfig, files: list[str], business_date: str
     ) -> set[str]:
         """Refuse, or report, the date's schema changes; the fields the report named."""
+        if table.source.kafka is not None:  # no capture landed schema changes beside them
+            return set()
         hadoop = HadoopFiles.of(spark)
         folders = sorted({file.rsplit("/", 1)[0] for file in files})
         landed = [f for folder in folders for f in hadoop.files_named(folder, SCHEMA_FILE_PREFIX)]
@@ -168,7 +171,7 @@ class JsonEventsReader(Reader):
         # projected VARIANT (Spark keeps a projection that is used many times; inlined, the
         # parse would run once per field, and inside conditional branches it is not shared).
         lines = (
-            read_event_lines(spark, files)
+            read_event_lines(spark, table, files)
             .where(F.trim(line) != "")
             .select("*", F.try_parse_json(line).alias(PARSED_COLUMN))
         )
@@ -226,6 +229,8 @@ class JsonEventsReader(Reader):
             f.alias: F.try_variant_get(envelope, _sequence_path(f), "string")
             for f in table.changes.sequence_by
         }
+        if files and kafka.is_topic(files[0]):
+            lines = lines.where(kafka.in_date(table, files[0], event_time))
         return lines.select(
             *[value.alias(name) for name, value in image.items()],
             *[value.alias(BEFORE_PREFIX + name) for name, value in before.items()],
