@@ -1,21 +1,27 @@
 """A change feed read from a Kafka topic (``source.kafka``) through Spark's Kafka source.
 
 A business date's events are those whose source commit time falls in the date (UTC, as
-``hashcdc capture`` lands them). The read starts at the first record whose Kafka timestamp
-is at or after the date's start, less ``clock_skew_seconds`` (a record is produced after
-its commit, so a later date's records are never needed to find a date's events), and goes
-to the topic's end; events committed after the date are left for the next one. Events of
+``hashcdc capture`` lands them). A date's read starts at the first record whose Kafka
+timestamp is at or after the date's start, less ``clock_skew_seconds`` (a record is
+produced after its commit, so no earlier record holds an event of the date), and goes to
+the topic's end; events committed after the date are left for the next one. Events of
 earlier dates in the window (late records) are kept: the stage recognises those the state
 has applied by its sequence watermark, as for files read again, so each event is applied
 once and no offsets need keeping. Tombstones (null values) carry nothing to apply.
 
-In the rest of the pipeline a topic's date is one location, ``kafka://<topic>/<date>``; a
-row's file is ``kafka://<topic>/<partition>`` and its row id the record's offset.
+``hashcdc stream`` reads from the offsets it read up to (:class:`TopicRead` ``start``)
+to those a probe found (``end``): bounded batches of new records only.
+
+In the rest of the pipeline a topic's read is one location (:meth:`TopicRead.location`);
+a row's file is ``kafka://<topic>/<partition>`` and its row id the record's offset.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import urllib.parse
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
@@ -24,21 +30,63 @@ from hashcdc.config import TableConfig
 from hashcdc.pipeline.columns import BLOCK_START, ROW_ID, SOURCE_FILE
 
 SCHEME = "kafka://"
+# A read of every date (the stream's probe).
+ANY_DATE = "*"
+# Offsets per partition (the next record to read).
+Offsets = dict[int, int]
+
+
+@dataclass(frozen=True)
+class TopicRead:
+    """What of a topic one read takes: a date's events, from and to offsets when given."""
+
+    topic: str
+    business_date: str = ANY_DATE
+    start: Offsets | None = None
+    end: Offsets | None = None
+    # Without start offsets: the Kafka timestamp (ms) to start at (default: the date's).
+    since: int | None = None
+
+    def location(self) -> str:
+        """``kafka://<topic>/<date>[?start=…&end=…]``: where the pipeline keeps a file."""
+        query = {
+            name: json.dumps({str(p): o for p, o in offsets.items()})
+            for name, offsets in (("start", self.start), ("end", self.end))
+            if offsets is not None
+        }
+        if self.since is not None:
+            query["since"] = str(self.since)
+        suffix = f"?{urllib.parse.urlencode(query)}" if query else ""
+        return f"{SCHEME}{self.topic}/{self.business_date}{suffix}"
+
+    @classmethod
+    def parse(cls, location: str) -> TopicRead:
+        """The read a location names."""
+        parts = urllib.parse.urlsplit(location)
+        query = urllib.parse.parse_qs(parts.query)
+
+        def offsets(name: str) -> Offsets | None:
+            if name not in query:
+                return None
+            return {int(p): int(o) for p, o in json.loads(query[name][0]).items()}
+
+        topic, date = f"{parts.netloc}{parts.path}".rsplit("/", 1)
+        since = int(query["since"][0]) if "since" in query else None
+        return cls(topic, date, offsets("start"), offsets("end"), since)
+
+    def _spark_offsets(self, offsets: Offsets) -> str:
+        return json.dumps({self.topic: {str(p): o for p, o in offsets.items()}})
 
 
 def topic_location(table: TableConfig, business_date: str) -> str:
-    """The one location of a topic's business date."""
+    """The location of a topic's business date (all of its window)."""
     assert table.source.kafka is not None
-    return f"{SCHEME}{table.source.kafka.topic}/{business_date}"
+    return TopicRead(table.source.kafka.topic, business_date).location()
 
 
 def is_topic(location: str) -> bool:
-    """Whether a location is a topic's date (not a file)."""
+    """Whether a location is a topic's read (not a file)."""
     return location.startswith(SCHEME)
-
-
-def _date_of(location: str) -> str:
-    return location.rsplit("/", 1)[1]
 
 
 def _epoch_ms(day: dt.date) -> int:
@@ -46,32 +94,43 @@ def _epoch_ms(day: dt.date) -> int:
     return int(start.timestamp() * 1000)
 
 
-def date_window(table: TableConfig, location: str) -> tuple[int, int]:
-    """The Kafka timestamp to start reading at and the commit time the date ends before (ms)."""
+def date_end_ms(business_date: str) -> int:
+    """The end of a business date (UTC), in epoch milliseconds."""
+    return _epoch_ms(dt.date.fromisoformat(business_date) + dt.timedelta(days=1))
+
+
+def date_start_ms(table: TableConfig, business_date: str) -> int:
+    """The Kafka timestamp a date's read starts at (its start, less the clock skew)."""
     assert table.source.kafka is not None
-    day = dt.date.fromisoformat(_date_of(location))
-    start = _epoch_ms(day) - table.source.kafka.clock_skew_seconds * 1000
-    return start, _epoch_ms(day + dt.timedelta(days=1))
+    day = dt.date.fromisoformat(business_date)
+    return _epoch_ms(day) - table.source.kafka.clock_skew_seconds * 1000
 
 
 def read_topic_lines(
     spark: SparkSession, table: TableConfig, location: str, line_column: str
 ) -> DataFrame:
-    """A topic's records of a date's window as lines of text, with partition and offset."""
+    """A read's records as lines of text, with their partition and offset."""
     kafka = table.source.kafka
     assert kafka is not None
-    start, _ = date_window(table, location)
-    records = (
+    read = TopicRead.parse(location)
+    reader = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
         .option("subscribe", kafka.topic)
-        .option("startingTimestamp", str(start))
-        # No record at or after the start: nothing to read (not an error).
-        .option("startingOffsetsByTimestampStrategy", "latest")
-        .option("endingOffsets", "latest")
         .options(**{f"kafka.{name}": value for name, value in kafka.options.items()})
-        .load()
     )
+    since = read.since
+    if since is None and read.business_date != ANY_DATE:
+        since = date_start_ms(table, read.business_date)
+    if read.start is not None:
+        reader = reader.option("startingOffsets", read._spark_offsets(read.start))
+    elif since is not None:
+        reader = reader.option("startingTimestamp", str(since)).option(
+            "startingOffsetsByTimestampStrategy",
+            "latest",  # none that late: nothing to read
+        )
+    end = read._spark_offsets(read.end) if read.end is not None else "latest"
+    records = reader.option("endingOffsets", end).load()
     return records.where(F.col("value").isNotNull()).select(
         F.col("value").cast("string").alias(line_column),
         F.concat(F.lit(f"{SCHEME}{kafka.topic}/"), F.col("partition").cast("string")).alias(
@@ -82,7 +141,17 @@ def read_topic_lines(
     )
 
 
-def in_date(table: TableConfig, location: str, commit_ms: Column) -> Column:
-    """Whether an event belongs to the date read (or an earlier one): committed before its end."""
-    _, end = date_window(table, location)
-    return commit_ms.isNull() | (commit_ms.cast("bigint") < F.lit(end))
+def in_date(location: str, commit_ms: Column) -> Column:
+    """Whether an event belongs to the read's date (or an earlier one): committed before its end.
+
+    A read of any date keeps every event.
+    """
+    read = TopicRead.parse(location)
+    if read.business_date == ANY_DATE:
+        return F.lit(True)
+    return commit_ms.isNull() | (commit_ms.cast("bigint") < F.lit(date_end_ms(read.business_date)))
+
+
+def partition_of(source_file: Column) -> Column:
+    """A record's partition, from its ``_source_file``."""
+    return F.element_at(F.split(source_file, "/"), -1).cast("int")

@@ -197,7 +197,9 @@ def checked_extract(
 
     """
     files = extract_files(spark, table, business_date)
-    if only is not None:
+    if only is not None and table.source.kafka is not None:
+        files = sorted(only)  # the stream's read of the topic, from where it read up to
+    elif only is not None:
         files = [f for f in files if local_path(f) in only] or files
     table_reader(table).check_extract(spark, table, files, business_date)
     return files

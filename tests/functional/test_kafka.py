@@ -1,15 +1,22 @@
-"""A change feed read from a Kafka topic (``source.kafka``) by daily runs, broker started here.
+"""A change feed read from a Kafka topic (``source.kafka``), the broker started by the tests.
 
 Debezium envelopes are published as a connector would: one topic, keyed by the row key,
-each record's timestamp a little after its commit. A date takes the events committed in
-it; events of a later date already in the topic wait for it; an event of an earlier date
-published after that date ran (late) is applied with the next date, once.
+each record's timestamp a little after its commit. Daily runs: a date takes the events
+committed in it; events of a later date already in the topic wait for it; an event of an
+earlier date published after that date ran (late) is applied with the next date, once.
+The stream: ``hashcdc stream`` applies the topic as it grows (from the offsets it read up
+to), closes a date when the next one's events come, and stops on SIGTERM; closed, its
+dates equal a daily twin's on the same topic.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import signal
+import threading
+import time
 from typing import Any
 
 from hashcdc.cli import main
@@ -122,3 +129,101 @@ def test_daily_runs_read_a_topic_date_by_date_late_events_once(project: Any, kaf
     del expected[4]
     assert _current(project) == expected
     assert _history(project, third) == {4: "D"}
+
+
+def _streamed_config(name: str, broker: Any, topic: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "extract_type": "changes",
+        "source": {
+            "format": "debezium",
+            "kafka": {"bootstrap_servers": broker.bootstrap_servers, "topic": topic},
+        },
+        "changes": {"sequence_by": ["source.lsn"]},
+        "columns": COLUMNS[:2],
+    }
+
+
+def _names(project: Any, table: str) -> dict[int, str]:
+    return {row["id"]: row["name"] for row in project.rows(f"select id, name from {table}_current")}
+
+
+def _publish_day(topic: Topic, date: str, events: list[tuple[str, int, Any, Any]]) -> None:
+    """Events of a date: (op, lsn, before, after), a second apart; a tombstone after a delete."""
+    for n, (op, lsn, before, after) in enumerate(events):
+        when = _at(date, f"10:00:{n:02d}")
+        key = (after or before or {"id": 0})["id"]
+        topic.publish(key, _event(op, lsn, when, before, after), when)
+        if op == "d":
+            topic.publish(key, None, when)
+
+
+def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
+    project: Any, kafka: Any, capsys: Any
+) -> None:
+    topic = Topic(kafka, "shop.public.streamed")
+    project.add_table(_streamed_config("streamed", kafka, topic.name))
+    project.add_table(_streamed_config("daily_twin", kafka, topic.name))
+    root = ["--project-dir", str(project.root)]
+    first, second = DATES[:2]
+    alice, bob, carol = (
+        {"id": n, "name": name} for n, name in enumerate(["alice", "bob", "carol"])
+    )
+    _publish_day(topic, first, [("c", 1, None, alice), ("c", 2, None, bob), ("c", 3, None, carol)])
+    assert main([*root, "stream", "--select", "streamed", "--once"]) == 0
+    assert _names(project, "streamed") == {0: "alice", 1: "bob", 2: "carol"}
+    assert "applied: I 3 U 0 D 0 (3 event(s) read)" in capsys.readouterr().out
+
+    # As a service: the topic grows while the stream runs; SIGTERM stops it.
+    dave = {"id": 3, "name": "dave"}
+    same_day = [
+        ("u", 4, bob, {"id": 1, "name": "bobby"}),
+        ("d", 5, carol, None),
+        ("u", 6, alice, {"id": 5, "name": "alice"}),  # the key changes (0 -> 5)
+        ("c", 7, None, dave),
+    ]
+    next_day = [("u", 8, dave, {"id": 3, "name": "david"}), ("t", 9, None, None),
+                ("c", 10, None, {"id": 8, "name": "eve"})]  # fmt: skip
+    after_same_day = {1: "bobby", 3: "dave", 5: "alice"}
+    seen: list[dict[int, str]] = []
+
+    def publish_while_streaming() -> None:
+        try:
+            _publish_day(topic, first, same_day)
+            _wait(lambda: _names(project, "streamed") == after_same_day, seen, project)
+            _publish_day(topic, second, next_day)
+            _wait(lambda: _names(project, "streamed") == {8: "eve"}, seen, project)
+        finally:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    publisher = threading.Thread(target=publish_while_streaming, daemon=True)
+    publisher.start()
+    assert main([*root, "stream", "--select", "streamed", "--interval", "1"]) == 0
+    publisher.join(30)
+    out = capsys.readouterr().out
+    assert seen[-1:] == [{8: "eve"}], (seen, out)
+    # A stream started again reads its open date's records again, applying the new ones;
+    # then it reads from where it read up to: the next day's records only.
+    assert f"streamed {first}: applied: I 2 U 1 D 2 (7 event(s) read)" in out, out
+    assert f"streamed {second}: applied: I 1 U 0 D 3 (3 event(s) read)" in out, out
+    assert "not loaded" not in out, out
+    assert f"streamed {first}: closed: I 3 U 0 D 0" in out, out
+    assert "stopped" in out, out
+
+    # The stream's last date closed as a user closes it; the twin runs both dates daily.
+    for date in (first, second):
+        assert main([*root, "run", "--date", date, "--select", "daily_twin"]) == 0
+    assert main([*root, "run", "--date", second, "--select", "streamed"]) == 0
+    assert _names(project, "streamed") == _names(project, "daily_twin") == {8: "eve"}
+    history = "select business_date, operation, id, name from {}_history order by 1, 2, 3"
+    assert project.rows(history.format("streamed")) == project.rows(history.format("daily_twin"))
+
+
+def _wait(check: Any, seen: list[dict[int, str]], project: Any, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            seen.append(_names(project, "streamed"))
+            return
+        time.sleep(1)
+    seen.append(_names(project, "streamed"))

@@ -72,7 +72,8 @@ class JsonEventsReader(Reader):
 
     carries_events: ClassVar[bool] = True
     line_holds_event: ClassVar[bool] = True
-    # Where a row image sits in a line, for the notice of fields the config lacks.
+    # Where a row image sits in a line, for the notice of fields the config lacks (an
+    # event without one, a truncate, has no fields to name).
     image_paths: ClassVar[tuple[str, ...]]
 
     def read_rows(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
@@ -95,7 +96,7 @@ class JsonEventsReader(Reader):
         announced = self._check_shape(spark, table, files, business_date)
         lines = read_event_lines(spark, table, files).limit(SAMPLE_ROWS)
         line = F.col(LINE_COLUMN)
-        image = F.coalesce(*[F.get_json_object(line, path) for path in self.image_paths], line)
+        image = F.coalesce(*[F.get_json_object(line, path) for path in self.image_paths])
         images = lines.select(image.alias("image")).where(F.col("image").startswith("{")).cache()
         keys = images.select(F.explode(F.json_object_keys("image")).alias("key")).distinct()
         known = {name.lower() for c in table.columns for name in c.source_fields}
@@ -230,7 +231,7 @@ class JsonEventsReader(Reader):
             for f in table.changes.sequence_by
         }
         if files and kafka.is_topic(files[0]):
-            lines = lines.where(kafka.in_date(table, files[0], event_time))
+            lines = lines.where(kafka.in_date(files[0], event_time))
         return lines.select(
             *[value.alias(name) for name, value in image.items()],
             *[value.alias(BEFORE_PREFIX + name) for name, value in before.items()],
@@ -279,7 +280,7 @@ class DebeziumFlatReader(JsonEventsReader):
 
     name: ClassVar[str] = "debezium_flat"
     description: ClassVar[str] = "Debezium's flattened new-record-state JSON, one event per line"
-    image_paths: ClassVar[tuple[str, ...]] = ("$.payload",)
+    image_paths: ClassVar[tuple[str, ...]] = ("$.payload", "$")
 
     def event_parts(
         self, table: TableConfig, text: Text, any_text: Callable[[str | None, ColumnConfig], Column]
