@@ -56,6 +56,7 @@ def extract_files(spark: SparkSession, table: TableConfig, business_date: str) -
 
     """
     if table.source.kafka is not None:
+        kafka.check_reachable(table)
         return [kafka.topic_location(table, business_date)]
     path = resolve_source_path(table, business_date)
     files = HadoopFiles.of(spark).data_files(path)

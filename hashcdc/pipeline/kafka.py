@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import socket
 import urllib.parse
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
+from hashcdc.errors import InputDataError
 from hashcdc.pipeline.columns import BLOCK_START, ROW_ID, SOURCE_FILE
 
 SCHEME = "kafka://"
@@ -82,6 +84,34 @@ def topic_location(table: TableConfig, business_date: str) -> str:
     """The location of a topic's business date (all of its window)."""
     assert table.source.kafka is not None
     return TopicRead(table.source.kafka.topic, business_date).location()
+
+
+def check_reachable(table: TableConfig, seconds: float = 5.0) -> None:
+    """Refuse a date at once when no bootstrap server answers.
+
+    Spark's Kafka source would retry for a minute and fail with a JVM stack trace.
+
+    Raises
+    ------
+    InputDataError
+        Naming the servers, the config field and that nothing was written.
+
+    """
+    kafka = table.source.kafka
+    assert kafka is not None
+    problems = []
+    for server in kafka.bootstrap_servers.split(","):
+        host, port = server.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=seconds):
+                return
+        except OSError as exc:
+            problems.append(f"{server}: {exc.strerror or exc}")
+    raise InputDataError(
+        f"table '{table.name}': no Kafka broker answers ({'; '.join(problems)}): check "
+        f"source.kafka.bootstrap_servers in {table.config_file} and that the brokers are "
+        "up. Nothing was written; run the date again."
+    )
 
 
 def is_topic(location: str) -> bool:

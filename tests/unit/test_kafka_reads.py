@@ -1,0 +1,60 @@
+"""A topic's reads as the pipeline keeps them, and the broker check before a date's read."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from hashcdc.config import TableConfig, parse_table_config
+from hashcdc.errors import InputDataError
+from hashcdc.pipeline.kafka import ANY_DATE, TopicRead, check_reachable, date_start_ms, is_topic
+
+
+def _table(servers: str) -> TableConfig:
+    config, problems = parse_table_config(
+        {
+            "name": "people",
+            "extract_type": "changes",
+            "source": {
+                "format": "debezium",
+                "kafka": {"bootstrap_servers": servers, "topic": "shop.public.people"},
+            },
+            "changes": {"sequence_by": ["source.lsn"]},
+            "columns": [{"name": "id", "type": "int", "key": True}],
+        },
+        "tables/people.yml",
+    )
+    assert problems == [] and config is not None
+    return config
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        TopicRead("shop.public.people", "2024-03-02"),
+        TopicRead("shop.public.people", ANY_DATE, {0: 12, 3: 7}, None, 1_709_337_600_000),
+        TopicRead("a.b", "2024-03-02", {0: 12}, {0: 40}),
+    ],
+)
+def test_a_read_is_one_location_and_back(read: TopicRead) -> None:
+    location = read.location()
+    assert is_topic(location) and not is_topic("/landing/people/2024-03-02/a.json")
+    assert TopicRead.parse(location) == read
+
+
+def test_a_date_is_read_from_its_start_less_the_clock_skew() -> None:
+    table = _table("127.0.0.1:9092")
+    assert date_start_ms(table, "2024-03-02") == 1_709_337_600_000 - 60_000
+
+
+def test_no_broker_answering_is_one_line_naming_the_field() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(InputDataError) as refused:
+        check_reachable(_table(f"127.0.0.1:{port}"), seconds=1)
+    message = str(refused.value)
+    assert f"no Kafka broker answers (127.0.0.1:{port}: " in message
+    assert "source.kafka.bootstrap_servers in tables/people.yml" in message
+    assert "Nothing was written" in message
