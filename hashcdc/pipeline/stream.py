@@ -165,6 +165,8 @@ class Stream:
     seen: dict[tuple[str, str], Signature] = field(default_factory=dict)
     # A topic's offsets this stream read up to (none yet: from its open date's start).
     positions: dict[str, kafka.Offsets] = field(default_factory=dict)
+    # Tables whose brokers did not answer, with the message said once.
+    unreachable: dict[str, str] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
 
     def run(self, interval: float, once: bool = False) -> int:
@@ -244,7 +246,17 @@ class Stream:
         since = None
         if start is None and latest is not None:
             since = kafka.date_start_ms(table, latest.business_date)
-        found = self._probe(table, kafka.TopicRead(topic, kafka.ANY_DATE, start, None, since))
+        read = kafka.TopicRead(topic, kafka.ANY_DATE, start, None, since)
+        try:
+            kafka.check_reachable(table)
+            found = self._probe(table, read)
+        except Exception as exc:  # noqa: BLE001 - a broker away: tried again next step
+            problem = str(exc).strip().splitlines()[0]
+            if self.unreachable.get(table.name) != problem:
+                self.print(f"hashcdc stream: {problem}; trying again every step")
+            self.unreachable[table.name] = problem
+            return None
+        self.unreachable.pop(table.name, None)
         if not found:
             return None
         partitions = {partition for partition, _, _ in found}

@@ -5,8 +5,8 @@ each record's timestamp a little after its commit. Daily runs: a date takes the 
 committed in it; events of a later date already in the topic wait for it; an event of an
 earlier date published after that date ran (late) is applied with the next date, once.
 The stream: ``hashcdc stream`` applies the topic as it grows (from the offsets it read up
-to), closes a date when the next one's events come, and stops on SIGTERM; closed, its
-dates equal a daily twin's on the same topic.
+to), goes on after the broker's restart, closes a date when the next one's events come,
+and stops on SIGTERM; closed, its dates equal a daily twin's on the same topic.
 """
 
 from __future__ import annotations
@@ -191,6 +191,10 @@ def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
         try:
             _publish_day(topic, first, same_day)
             _wait(lambda: _names(project, "streamed") == after_same_day, seen, project)
+            # The broker restarted between batches: the stream says so and goes on after.
+            kafka.stop()
+            time.sleep(3)
+            kafka.start()
             _publish_day(topic, second, next_day)
             _wait(lambda: _names(project, "streamed") == {8: "eve"}, seen, project)
         finally:
@@ -208,6 +212,7 @@ def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
     assert f"streamed {second}: applied: I 1 U 0 D 3 (3 event(s) read)" in out, out
     assert "not loaded" not in out, out
     assert f"streamed {first}: closed: I 3 U 0 D 0" in out, out
+    assert out.count("no Kafka broker answers") == 1, out
     assert "stopped" in out, out
 
     # The stream's last date closed as a user closes it; the twin runs both dates daily.

@@ -299,17 +299,43 @@ def mariadb_server() -> Iterator[MariaDB]:
 # -- Kafka ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass
 class KafkaBroker:
     """A single-node Kafka broker (KRaft: its own controller) on a loopback port."""
 
     port: int
     folder: Path
+    command: tuple[str, ...] = ()
+    process: subprocess.Popen | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         """What a client is given to reach it."""
         return f"{LOOPBACK}:{self.port}"
+
+    def start(self) -> None:
+        """Start it on its storage; return when its port answers."""
+        with (self.folder / "server.log").open("a") as log:
+            self.process = subprocess.Popen(
+                list(self.command), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        process = self.process
+
+        def answers() -> bool:
+            if process.poll() is not None:
+                tail = (self.folder / "server.log").read_text()[-2000:]
+                raise RuntimeError(f"Kafka stopped: {tail}")
+            with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, self.port), 1):
+                return True
+            return False
+
+        wait_until(answers, 90, "Kafka's start")
+
+    def stop(self) -> None:
+        """Stop it (SIGTERM: a clean shutdown; SIGKILL after 15 s)."""
+        if self.process is not None:
+            stop_group(self.process)
+            self.process = None
 
 
 @contextmanager
@@ -353,25 +379,12 @@ def kafka_broker() -> Iterator[KafkaBroker]:
          "-c", str(settings)],
         check=True, capture_output=True, text=True,
     )  # fmt: skip
-    log = (folder / "server.log").open("a")
-    process = subprocess.Popen(
-        [*java, "kafka.Kafka", str(settings)],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+    broker = KafkaBroker(port, folder, command=(*java, "kafka.Kafka", str(settings)))
     try:
-
-        def answers() -> bool:
-            if process.poll() is not None:
-                raise RuntimeError(f"Kafka stopped: {(folder / 'server.log').read_text()[-2000:]}")
-            with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), 1):
-                return True
-            return False
-
-        wait_until(answers, 90, "Kafka's start")
-        yield KafkaBroker(port, folder)
+        broker.start()
+        yield broker
     finally:
-        stop_group(process)
-        log.close()
+        broker.stop()
         shutil.rmtree(folder, ignore_errors=True)
 
 
