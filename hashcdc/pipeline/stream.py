@@ -1,7 +1,8 @@
 """``hashcdc stream``: change feeds applied to their state as their events land.
 
 The stream watches each selected change feed's landing folders (``source.path``, one per
-business date: where ``hashcdc capture`` lands a table's events by their commit date).
+business date: where ``hashcdc capture`` lands a table's events by their commit date), or
+its Kafka topic (``source.kafka``: :meth:`Stream._step_topic`).
 When a date's files change, the date runs as a *micro-batch*: ``dbt run`` of the table's
 stage and state models with the var ``hashcdc_micro_batch``, the same models and macros
 as the daily path. The stage marks the events the state as it is has not applied
@@ -173,7 +174,8 @@ class Stream:
         """Apply what lands until stopped (``once``: what has landed, then return)."""
         self.print(
             f"hashcdc stream: {', '.join(t.name for t in self.tables)}; watching their landing "
-            f"every {interval:g} s" + (" (once)" if once else " (SIGTERM or Ctrl-C stops)")
+            f"folders and topics every {interval:g} s"
+            + (" (once)" if once else " (SIGTERM or Ctrl-C stops)")
         )
         while not self.stopping():
             for table in self.tables:
