@@ -32,7 +32,9 @@ from hashcdc.state.versions import (
     effective_commits,
     is_delta,
     json_object,
+    table_history,
     table_properties,
+    table_size,
 )
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -135,10 +137,10 @@ def dates_since_compaction(history: list[dict[str, Any]]) -> int:
 
 def compact_if_due(spark: Any, table: str, every_dates: int, kept_dates: int) -> Compacted | None:
     """Compact ``table`` when ``every_dates`` (> 0) dates were applied since its last one."""
-    if every_dates <= 0 or not spark.catalog.tableExists(table) or not is_delta(spark, table):
+    if every_dates <= 0 or not spark.catalog.tableExists(table):
         return None
-    history = [row.asDict() for row in spark.sql(f"describe history {table}").collect()]
-    if dates_since_compaction(history) < every_dates:
+    history = table_history(spark, table)
+    if history is None or dates_since_compaction(history) < every_dates:
         return None
     return compact(spark, table, kept_dates)
 
@@ -163,11 +165,8 @@ def deletion_vectors_by_size(spark: Any, table: str, from_mib: float) -> str | N
         return None
     if table_properties(spark, table).get(DELETION_VECTORS_PROPERTY, "false") == "true":
         return None
-    detail = spark.sql(f"describe detail {table}").first()
-    if detail is None or str(detail["format"]).lower() != "delta":
-        return None
-    size = int(detail["sizeInBytes"] or 0)
-    if not deletion_vectors_due(size, from_mib, enabled=False):
+    size = table_size(spark, table)
+    if size is None or not deletion_vectors_due(size, from_mib, enabled=False):
         return None
     spark.sql(f"alter table {table} set tblproperties ('{DELETION_VECTORS_PROPERTY}' = 'true')")
     return (

@@ -19,7 +19,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
@@ -195,7 +195,7 @@ def applied_versions(spark: Any, table: str) -> list[DateVersion]:
 
     Dates before the table's ``hashcdc.kept_since`` (retention: ``hashcdc compact``) are
     left out: their versions' files are gone. A table's answer is kept in the process
-    until its log gains a commit (:class:`_AppliedCache`): a date's run asks it about ten
+    until its log gains a commit (:class:`_LogCache`): a date's run asks it about ten
     times, and each ``describe history`` is a Spark job.
     """
     location = _APPLIED.location(table)
@@ -204,18 +204,77 @@ def applied_versions(spark: Any, table: str) -> list[DateVersion]:
         kept = _APPLIED.get(table, location, mark)
         if kept is not None:
             return kept
-    details = _details(spark, table)
-    if str(details.get("Provider", "")).lower() != "delta":
+    history = table_history(spark, table)
+    if history is None:
         return []  # a parquet state of an earlier release (pipeline.evolution.upgrade converts it)
-    location = local_location(str(details.get("Location", "")))
+    location = _HISTORY.location(table)
     mark = newest_commit(location) if location is not None else None
-    rows = spark.sql(f"describe history {table}").collect()
-    applied = applied_from_history([row.asDict() for row in rows])
+    applied = applied_from_history(history)
     kept_since = table_properties(spark, table).get(KEPT_SINCE_PROPERTY)
     answer = [a for a in applied if not kept_since or a.business_date >= kept_since]
-    if location is not None and mark is not None:
+    # Kept only when the history read is the one of this newest commit (its mark was taken
+    # before its read): a commit in between is read again by the next call.
+    if location is not None and mark is not None and _HISTORY.get(table, location, mark):
         _APPLIED.put(table, location, mark, answer)
     return answer
+
+
+def table_history(spark: Any, table: str) -> list[dict[str, Any]] | None:
+    """A Delta table's ``describe history`` rows (newest first); None when it is not Delta.
+
+    Kept in the process until the table's log gains a commit, like the applied versions:
+    the state's compaction policy reads it after the date's commit, and the tests and the
+    audit that read the applied versions next then use the same read.
+    """
+    location = _HISTORY.location(table)
+    if location is not None:
+        mark = newest_commit(location)
+        kept = _HISTORY.get(table, location, mark)
+        if kept is not None:
+            return kept
+    details = _details(spark, table)
+    if str(details.get("Provider", "")).lower() != "delta":
+        return None
+    location = local_location(str(details.get("Location", "")))
+    mark = newest_commit(location) if location is not None else None
+    rows = [row.asDict() for row in spark.sql(f"describe history {table}").collect()]
+    if location is not None and mark is not None:
+        _HISTORY.put(table, location, mark, rows)
+    return rows
+
+
+def checksum_size(location: Path) -> int | None:
+    """The bytes of a Delta table's files from the checksum of its newest commit, or None.
+
+    Delta writes a checksum (``<version>.crc``, the protocol's version checksum file) with
+    each commit; reading it costs no Spark job, where ``describe detail`` computes the
+    snapshot's state (three jobs). None when the newest commit has no checksum (yet).
+    """
+    mark = newest_commit(location)
+    if mark is None:
+        return None
+    crc = location / "_delta_log" / mark[0].replace(".json", ".crc")
+    try:
+        size = json.loads(crc.read_text(encoding="utf-8")).get("tableSizeBytes")
+    except (OSError, ValueError):
+        return None
+    return int(size) if isinstance(size, int) else None
+
+
+def table_size(spark: Any, table: str) -> int | None:
+    """A Delta table's size in bytes (its checksum when local, else ``describe detail``).
+
+    None when the table is not Delta.
+    """
+    details = _details(spark, table)
+    if str(details.get("Provider", "")).lower() != "delta":
+        return None
+    location = local_location(str(details.get("Location", "")))
+    size = checksum_size(location) if location is not None else None
+    if size is None:
+        detail = spark.sql(f"describe detail {table}").first()
+        size = int(detail["sizeInBytes"] or 0) if detail is not None else 0
+    return size
 
 
 def local_location(location: str) -> Path | None:
@@ -249,12 +308,14 @@ def newest_commit(location: Path) -> tuple[str, int, int] | None:
     return newest.name, status.st_mtime_ns, status.st_size
 
 
+Answer = TypeVar("Answer")
+
 # A commit file of a Delta log: its version, zero-padded to 20 digits.
 _COMMIT_FILE = re.compile(r"\d{20}\.json")
 
 
-class _AppliedCache:
-    """The applied versions of the tables this process has read, by table name.
+class _LogCache(Generic[Answer]):
+    """What this process has read of tables' logs (applied versions, history), by table name.
 
     An entry holds while the table's location and newest commit are the same: a commit by
     any process (a run, a restore, a compaction, a property set) is a new commit file,
@@ -264,7 +325,7 @@ class _AppliedCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[str, tuple[Path, tuple[str, int, int], list[DateVersion]]] = {}
+        self._entries: dict[str, tuple[Path, tuple[str, int, int], list[Answer]]] = {}
 
     def location(self, table: str) -> Path | None:
         with self._lock:
@@ -273,7 +334,7 @@ class _AppliedCache:
 
     def get(
         self, table: str, location: Path, mark: tuple[str, int, int] | None
-    ) -> list[DateVersion] | None:
+    ) -> list[Answer] | None:
         with self._lock:
             entry = self._entries.get(table)
             if entry is None or mark is None or entry[:2] != (location, mark):
@@ -282,13 +343,14 @@ class _AppliedCache:
             return list(entry[2])
 
     def put(
-        self, table: str, location: Path, mark: tuple[str, int, int], applied: list[DateVersion]
+        self, table: str, location: Path, mark: tuple[str, int, int], answer: list[Answer]
     ) -> None:
         with self._lock:
-            self._entries[table] = (location, mark, list(applied))
+            self._entries[table] = (location, mark, list(answer))
 
 
-_APPLIED = _AppliedCache()
+_APPLIED: _LogCache[DateVersion] = _LogCache()
+_HISTORY: _LogCache[dict[str, Any]] = _LogCache()
 
 
 def version_as_of(applied: list[DateVersion], business_date: str) -> DateVersion | None:

@@ -12,8 +12,9 @@ from hashcdc.state.maintenance import COMPACTED_THROUGH_PROPERTY, dates_since_co
 from hashcdc.state.versions import (
     KEPT_SINCE_PROPERTY,
     DateVersion,
-    _AppliedCache,
+    _LogCache,
     applied_from_history,
+    checksum_size,
     commit_metadata,
     local_location,
     newest_commit,
@@ -120,7 +121,7 @@ def test_only_local_locations_are_listed() -> None:
 
 
 def test_an_answer_is_kept_until_the_table_gains_a_commit(tmp_path: Path) -> None:
-    cache = _AppliedCache()
+    cache = _LogCache()
     first = ("00000000000000000001.json", 1, 10)
     applied = [DateVersion(1, "2024-01-01", 1)]
     cache.put("s.t_state", tmp_path, first, applied)
@@ -133,3 +134,19 @@ def test_an_answer_is_kept_until_the_table_gains_a_commit(tmp_path: Path) -> Non
     assert cache.get("s.t_state", tmp_path, None) is None
     cache.put("s.t_state", tmp_path, first, applied)
     assert cache.get("s.t_state", tmp_path / "other", first) is None
+
+
+def test_a_table_size_is_read_from_the_newest_commit_checksum(tmp_path: Path) -> None:
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    (log / "00000000000000000000.json").write_text("{}\n")
+    (log / "00000000000000000000.crc").write_text(json.dumps({"tableSizeBytes": 100}))
+    assert checksum_size(tmp_path) == 100
+    # The newest commit's checksum not written yet (or unreadable): no size from it.
+    (log / "00000000000000000001.json").write_text("{}\n")
+    assert checksum_size(tmp_path) is None
+    (log / "00000000000000000001.crc").write_text("{not json")
+    assert checksum_size(tmp_path) is None
+    (log / "00000000000000000001.crc").write_text(json.dumps({"tableSizeBytes": 2048}))
+    assert checksum_size(tmp_path) == 2048
+    assert checksum_size(tmp_path / "missing") is None
