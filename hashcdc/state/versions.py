@@ -198,12 +198,9 @@ def applied_versions(spark: Any, table: str) -> list[DateVersion]:
     until its log gains a commit (:class:`_LogCache`): a date's run asks it about ten
     times, and each ``describe history`` is a Spark job.
     """
-    location = _APPLIED.location(table)
-    if location is not None:
-        mark = newest_commit(location)
-        kept = _APPLIED.get(table, location, mark)
-        if kept is not None:
-            return kept
+    kept = _APPLIED.current(table)
+    if kept is not None:
+        return kept
     history = table_history(spark, table)
     if history is None:
         return []  # a parquet state of an earlier release (pipeline.evolution.upgrade converts it)
@@ -226,12 +223,9 @@ def table_history(spark: Any, table: str) -> list[dict[str, Any]] | None:
     the state's compaction policy reads it after the date's commit, and the tests and the
     audit that read the applied versions next then use the same read.
     """
-    location = _HISTORY.location(table)
-    if location is not None:
-        mark = newest_commit(location)
-        kept = _HISTORY.get(table, location, mark)
-        if kept is not None:
-            return kept
+    kept = _HISTORY.current(table)
+    if kept is not None:
+        return kept
     details = _details(spark, table)
     if str(details.get("Provider", "")).lower() != "delta":
         return None
@@ -331,6 +325,11 @@ class _LogCache(Generic[Answer]):
         with self._lock:
             entry = self._entries.get(table)
         return entry[0] if entry else None
+
+    def current(self, table: str) -> list[Answer] | None:
+        """The answer kept for ``table`` when its log has gained no commit since, or None."""
+        location = self.location(table)
+        return None if location is None else self.get(table, location, newest_commit(location))
 
     def get(
         self, table: str, location: Path, mark: tuple[str, int, int] | None

@@ -150,3 +150,17 @@ def test_a_table_size_is_read_from_the_newest_commit_checksum(tmp_path: Path) ->
     (log / "00000000000000000001.crc").write_text(json.dumps({"tableSizeBytes": 2048}))
     assert checksum_size(tmp_path) == 2048
     assert checksum_size(tmp_path / "missing") is None
+
+
+def test_the_kept_answer_is_current_until_the_log_gains_a_commit(tmp_path: Path) -> None:
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    (log / "00000000000000000000.json").write_text("{}\n")
+    cache: _LogCache[str] = _LogCache()
+    assert cache.current("s.t_state") is None
+    mark = newest_commit(tmp_path)
+    assert mark is not None
+    cache.put("s.t_state", tmp_path, mark, ["read at version 0"])
+    assert cache.current("s.t_state") == ["read at version 0"]
+    (log / "00000000000000000001.json").write_text("{}\n")
+    assert cache.current("s.t_state") is None
