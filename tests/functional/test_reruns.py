@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -141,3 +142,44 @@ def test_a_state_of_another_hash_version_is_refused(project: Any) -> None:
         outcome.text
     )
     assert changes(project, name, "2024-02-02") == []
+
+
+def test_readers_never_miss_the_views_a_date_makes_again(project: Any) -> None:
+    """`current` and `scd2` are made again by every date: a reader meanwhile finds them.
+
+    (Spark's `create or replace view` drops a view, then creates it: hashcdc alters it.)
+    """
+    name = "rr_views"
+    add_table(project, name)
+    project.write_text(f"landing/{name}/2024-01-01.csv", HEADER + "1,a\n2,b\n")
+    project.write_text(f"landing/{name}/2024-01-02.csv", HEADER + "1,a\n2,c\n3,d\n")
+    assert project.build("2024-01-01", name).success
+    spark = project.spark
+    failures: list[str] = []
+    reads = [0]
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                spark.sql(f"select count(*) from {name}_current").collect()
+                spark.sql(f"select count(*) from {name}_scd2").collect()
+                reads[0] += 1
+            except Exception as error:  # noqa: BLE001 - every failed read is the finding
+                failures.append(str(error).splitlines()[0])
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for _ in range(8):
+            outcome = project.dbt("run", "--select", f"{name}_current", f"{name}_scd2")
+            assert outcome.success, outcome.text
+        outcome = project.build("2024-01-02", name)
+        assert outcome.success, outcome.text
+    finally:
+        done.set()
+        reader.join()
+    assert reads[0] > 0
+    assert failures == []
+    rows = project.rows(f"select id, v from {name}_current")
+    assert sorted((r["id"], r["v"]) for r in rows) == [(1, "a"), (2, "c"), (3, "d")]
