@@ -226,8 +226,8 @@ def table_history(spark: Any, table: str) -> list[dict[str, Any]] | None:
     kept = _HISTORY.current(table)
     if kept is not None:
         return kept
-    details = _details(spark, table)
-    if str(details.get("Provider", "")).lower() != "delta":
+    details = _delta_details(spark, table)
+    if details is None:
         return None
     location = local_location(str(details.get("Location", "")))
     mark = newest_commit(location) if location is not None else None
@@ -260,8 +260,8 @@ def table_size(spark: Any, table: str) -> int | None:
 
     None when the table is not Delta.
     """
-    details = _details(spark, table)
-    if str(details.get("Provider", "")).lower() != "delta":
+    details = _delta_details(spark, table)
+    if details is None:
         return None
     location = local_location(str(details.get("Location", "")))
     size = checksum_size(location) if location is not None else None
@@ -369,9 +369,15 @@ def _details(spark: Any, relation: str) -> dict[str, Any]:
     return {row[0]: row[1] for row in spark.sql(f"describe table extended {relation}").collect()}
 
 
+def _delta_details(spark: Any, table: str) -> dict[str, Any] | None:
+    """A Delta table's ``describe table extended`` rows, by name; None for any other table."""
+    details = _details(spark, table)
+    return details if str(details.get("Provider", "")).lower() == "delta" else None
+
+
 def is_delta(spark: Any, table: str) -> bool:
     """Whether a table is a Delta table (the states) rather than parquet."""
-    return str(_details(spark, table).get("Provider", "")).lower() == "delta"
+    return _delta_details(spark, table) is not None
 
 
 def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -> list[str]:
