@@ -1,19 +1,22 @@
-"""``hashcdc bench --stream``: how far ``current`` trails a change feed's landing.
+"""``hashcdc bench --stream``: how far ``current`` trails a change feed's source.
 
 In a scratch project of its own, a change feed (``bench_stream``: a ``bigint`` key, a name
-and an amount) gets ``--rows`` snapshot reads, then a file of ``rate`` updates every
-second for ``seconds``, each event's Debezium ``ts_ms`` its file's landing time (the
-source commit, as ``hashcdc capture`` lands a roll). Measured twice on the same events,
-one after the other, on an otherwise idle machine:
+and an amount) gets ``--rows`` snapshot reads, then ``rate`` updates every second for
+``seconds``, each event's Debezium ``ts_ms`` the time they were delivered (the source
+commit, as ``hashcdc capture`` lands a roll or Debezium publishes a transaction). They are
+delivered as files landed in a folder, or (``--kafka``) as records published to a topic of
+a Kafka broker the bench starts on 127.0.0.1 (``hashcdc.runtime.local_servers``).
+Measured twice on the same events, one after the other, on an otherwise idle machine:
 
 * **hashcdc**: ``hashcdc stream --interval 0.5`` in the project's engine, as a user runs
-  it. A file's lag is its events' commit time to the end of the first micro-batch whose
+  it. A second's lag is its events' commit time to the end of the first micro-batch whose
   latest applied event is at least as late (the audit's ``ended_at`` and
   ``latest_event_at``): then ``current`` shows it.
-* **peer**: the recipe a Spark user writes — Structured Streaming over the same landing
-  folder (``text`` source, a 0.5 s trigger) and a ``foreachBatch`` that keeps the latest
-  event per key and MERGEs it into a Delta table, in a process of its own; a file's lag
-  is its commit time to the end of the batch that merged it.
+* **peer**: the recipe a Spark user writes — Structured Streaming over the same kind of
+  source (the folder's ``text`` source, or Spark's Kafka source on a topic of its own
+  with the same events), a 0.5 s trigger and a ``foreachBatch`` that keeps the latest
+  event per key and MERGEs it into a Delta table, in a process of its own; a second's
+  lag is its commit time to the end of the batch that merged it.
 
 Reported: p50, p99 and the worst lag, batches, and the resident memory of the stream's
 process (the engine and its JVM) sampled every 5 s: its first and last sample after the
@@ -39,9 +42,15 @@ import yaml
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
 from hashcdc.engine.place import Place
+from hashcdc.runtime import local_servers
+from hashcdc.runtime.local_servers import KafkaBroker
 from hashcdc.runtime.scaffold import scratch_project
 
 TABLE = "bench_stream"
+# The peer's topic (the same events as the table's, delivered while the peer runs), and
+# the variable that gives the peer its broker.
+PEER_TOPIC = "bench_stream_peer"
+PEER_SERVERS = "HASHCDC_BENCH_KAFKA"
 SAMPLE_SECONDS = 5.0
 CONFIG = {
     "name": TABLE,
@@ -62,17 +71,55 @@ def _event(op: str, key: int, amount: int, lsn: int, ts_ms: int) -> str:
     return json.dumps({"before": None, "after": row, "op": op, "ts_ms": ts_ms, "source": source})
 
 
-class Landing(threading.Thread):
-    """Lands a file of ``rate`` updates every second; records each file's commit time."""
+class Folder:
+    """Events delivered as files landed in a folder, each renamed into place whole."""
 
-    def __init__(self, folder: Path, rows: int, rate: int, seconds: int, first_lsn: int) -> None:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def deliver(self, name: str, lines: list[str]) -> None:
+        """Land one file of event lines."""
+        scratch = self.folder / f".{name}"
+        scratch.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        scratch.rename(self.folder / name)  # whole, as the capture lands a roll
+
+
+class Topic:
+    """Events delivered as records of a Kafka topic, keyed by the row's key as Debezium's."""
+
+    def __init__(self, bootstrap_servers: str, topic: str) -> None:
+        # Imported here: only the Kafka bench needs the client (a dev dependency).
+        from confluent_kafka import Producer
+
+        self.topic = topic
+        settings = {"bootstrap.servers": bootstrap_servers, "linger.ms": 5}
+        self.producer = Producer(settings | {"queue.buffering.max.messages": 2_000_000})
+
+    def deliver(self, name: str, lines: list[str]) -> None:
+        """Publish the lines and wait until the broker has them all."""
+        del name  # a topic has no file names
+        for line in lines:
+            key = json.dumps({"id": json.loads(line)["after"]["id"]})
+            self.producer.produce(self.topic, key=key, value=line)
+            self.producer.poll(0)
+        if self.producer.flush(60) != 0:
+            raise SystemExit(f"bench: the broker did not take every record of {self.topic}")
+
+
+class Landing(threading.Thread):
+    """Delivers ``rate`` updates every second; records each delivery's commit time."""
+
+    def __init__(
+        self, feed: Folder | Topic, rows: int, rate: int, seconds: int, first_lsn: int
+    ) -> None:
         super().__init__(daemon=True)
-        self.folder, self.rows, self.rate, self.seconds = folder, rows, rate, seconds
+        self.feed, self.rows, self.rate, self.seconds = feed, rows, rate, seconds
         self.lsn = first_lsn
         self.files: list[tuple[str, int]] = []  # (name, commit ms)
 
     def run(self) -> None:
-        """Land the files, one a second, each renamed into place whole."""
+        """Deliver the updates, a second's at a time."""
         started = time.monotonic()
         for second in range(self.seconds):
             time.sleep(max(0.0, started + second - time.monotonic()))
@@ -83,19 +130,16 @@ class Landing(threading.Thread):
                 key = (self.lsn * 7919) % self.rows
                 lines.append(_event("u", key, self.lsn, self.lsn, now_ms))
             name = f"updates-{second:05d}.json"
-            scratch = self.folder / f".{name}"
-            scratch.write_text("\n".join(lines) + "\n", encoding="utf-8")
-            scratch.rename(self.folder / name)  # whole, as the capture lands a roll
+            self.feed.deliver(name, lines)
             self.files.append((name, now_ms))
 
 
-def _snapshot(folder: Path, rows: int) -> int:
-    """The snapshot's reads in one file; the last lsn used."""
-    folder.mkdir(parents=True, exist_ok=True)
+def _snapshot(feed: Folder | Topic, rows: int) -> int:
+    """The snapshot's reads, delivered at once (in slices of 100,000); the last lsn used."""
     now_ms = int(time.time() * 1000)
-    with (folder / "snapshot.json").open("w", encoding="utf-8") as out:
-        for key in range(rows):
-            out.write(_event("r", key, 0, 1, now_ms) + "\n")
+    for start in range(0, rows, 100_000):
+        keys = range(start, min(rows, start + 100_000))
+        feed.deliver(f"snapshot-{start:09d}.json", [_event("r", key, 0, 1, now_ms) for key in keys])
     return 1
 
 
@@ -137,11 +181,11 @@ def _file_lags(files: list[tuple[str, int]], batches: list[tuple[int, int]]) -> 
 
 
 def _land_and_sample(
-    pid: int, folder: Path, rows: int, rate: int, seconds: int, lsn: int
+    pid: int, feed: Folder | Topic, rows: int, rate: int, seconds: int, lsn: int
 ) -> tuple[Landing, list[float]]:
-    """Land the updates while sampling the stream process's memory; then 30 s for the tail."""
+    """Deliver the updates while sampling the stream process's memory; then 30 s for the tail."""
     memory = [_resident_mib(pid)]
-    landing = Landing(folder, rows, rate, seconds, lsn)
+    landing = Landing(feed, rows, rate, seconds, lsn)
     landing.start()
     while landing.is_alive():
         landing.join(SAMPLE_SECONDS)
@@ -169,9 +213,10 @@ def _hashcdc(work: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "hashcdc.cli", "--project-dir", str(work), *args]
 
 
-def _hashcdc_side(work: Path, env: dict[str, str], rows: int, rate: int, seconds: int) -> dict:
-    folder = work / "landing" / TABLE / dt.datetime.now(dt.timezone.utc).date().isoformat()
-    lsn = _snapshot(folder, rows)
+def _hashcdc_side(
+    work: Path, env: dict[str, str], feed: Folder | Topic, rows: int, rate: int, seconds: int
+) -> dict:
+    lsn = _snapshot(feed, rows)
     log = (work / "stream.log").open("w")
     stream = subprocess.Popen(
         _hashcdc(work, "stream", "--interval", "0.5"), cwd=work, env=env, stdout=log, stderr=log
@@ -182,7 +227,7 @@ def _hashcdc_side(work: Path, env: dict[str, str], rows: int, rate: int, seconds
                 raise SystemExit((work / "stream.log").read_text()[-3000:])
             time.sleep(0.5)
         pid = int(Place.of(work).read_record().get("pid") or 0)
-        landing, memory = _land_and_sample(pid, folder, rows, rate, seconds, lsn)
+        landing, memory = _land_and_sample(pid, feed, rows, rate, seconds, lsn)
     finally:
         stream.terminate()
         stream.wait(60)
@@ -203,13 +248,15 @@ def _hashcdc_side(work: Path, env: dict[str, str], rows: int, rate: int, seconds
     return _figures(landing, batches, memory)  # type: ignore[arg-type]
 
 
-def _peer_side(work: Path, env: dict[str, str], rows: int, rate: int, seconds: int) -> dict:
-    folder = work / "peer_landing"
-    lsn = _snapshot(folder, rows)
+def _peer_side(
+    work: Path, env: dict[str, str], feed: Folder | Topic, rows: int, rate: int, seconds: int
+) -> dict:
+    lsn = _snapshot(feed, rows)
     batches_file = work / "peer_batches.jsonl"
     log = (work / "peer.log").open("w")
     peer_module = "hashcdc.bench.stream_peer"
-    command = [sys.executable, "-m", peer_module, str(work), str(folder), str(batches_file)]
+    source = feed.topic if isinstance(feed, Topic) else str(feed.folder)
+    command = [sys.executable, "-m", peer_module, str(work), source, str(batches_file)]
     peer = subprocess.Popen(
         command, cwd=work, env=env | {"HASHCDC_ENGINE": "off"}, stdout=log, stderr=log
     )
@@ -218,7 +265,7 @@ def _peer_side(work: Path, env: dict[str, str], rows: int, rate: int, seconds: i
             if peer.poll() is not None:
                 raise SystemExit((work / "peer.log").read_text()[-3000:])
             time.sleep(0.5)
-        landing, memory = _land_and_sample(peer.pid, folder, rows, rate, seconds, lsn)
+        landing, memory = _land_and_sample(peer.pid, feed, rows, rate, seconds, lsn)
     finally:
         peer.terminate()
         peer.wait(60)
@@ -226,17 +273,40 @@ def _peer_side(work: Path, env: dict[str, str], rows: int, rate: int, seconds: i
     return _figures(landing, batches, memory)  # type: ignore[arg-type]
 
 
-def run(project_dir: Path, rows: int, rate: int, seconds: int) -> dict[str, Any]:
+def run(
+    project_dir: Path, rows: int, rate: int, seconds: int, kafka: bool = False
+) -> dict[str, Any]:
     """Both sides on the same events, one after the other; their figures."""
+    if not kafka:
+        return _run(project_dir, rows, rate, seconds, None)
+    with local_servers.kafka_broker("1g") as broker:
+        return _run(project_dir, rows, rate, seconds, broker)
+
+
+def _run(
+    project_dir: Path, rows: int, rate: int, seconds: int, broker: KafkaBroker | None
+) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="hashcdc_stream_bench_"))
     env = os.environ | scratch_project(project_dir, work)
-    (work / "tables" / f"{TABLE}.yml").write_text(yaml.safe_dump(CONFIG, sort_keys=False))
+    config: dict[str, Any] = dict(CONFIG)
+    if broker is not None:
+        kafka = {"bootstrap_servers": broker.bootstrap_servers, "topic": TABLE}
+        config["source"] = {"format": "debezium", "kafka": kafka}
+    (work / "tables" / f"{TABLE}.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     generate.write(work, load_table_configs(work / "tables"))
     figures: dict[str, Any] = {"rows": rows, "rate": rate, "seconds": seconds}
+    figures["source"] = "kafka" if broker is not None else "files"
+    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    feeds: tuple[Folder | Topic, Folder | Topic] = (
+        (Topic(broker.bootstrap_servers, TABLE), Topic(broker.bootstrap_servers, PEER_TOPIC))
+        if broker is not None
+        else (Folder(work / "landing" / TABLE / today), Folder(work / "peer_landing"))
+    )
+    peer_env = env | ({PEER_SERVERS: broker.bootstrap_servers} if broker is not None else {})
     try:
-        figures["hashcdc"] = _hashcdc_side(work, env, rows, rate, seconds)
+        figures["hashcdc"] = _hashcdc_side(work, env, feeds[0], rows, rate, seconds)
         subprocess.run(_hashcdc(work, "engine", "stop"), cwd=work, env=env, check=False)
-        figures["peer"] = _peer_side(work, env, rows, rate, seconds)
+        figures["peer"] = _peer_side(work, peer_env, feeds[1], rows, rate, seconds)
     finally:
         subprocess.run(_hashcdc(work, "engine", "stop"), cwd=work, env=env, check=False)
         if not os.environ.get("HASHCDC_BENCH_KEEP"):

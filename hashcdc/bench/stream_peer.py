@@ -1,15 +1,18 @@
 """The peer of ``hashcdc bench --stream``: the streaming MERGE a Spark user writes.
 
-Structured Streaming over a landing folder of Debezium JSON lines (``text`` source, a
-0.5 s trigger); each micro-batch keeps the latest event per key (by ``source.lsn``) and
-MERGEs it into a Delta table. Each batch's end (ms) and its newest event's ``ts_ms`` are
-appended to a file as a JSON pair. Run as ``python -m hashcdc.bench.stream_peer WORK
-FOLDER OUT`` with the scratch project's environment; it runs until terminated.
+Structured Streaming over a landing folder of Debezium JSON lines (``text`` source), or
+over a Kafka topic of them (Spark's Kafka source, when ``HASHCDC_BENCH_KAFKA`` names the
+broker), with a 0.5 s trigger; each micro-batch keeps the latest event per key (by
+``source.lsn``) and MERGEs it into a Delta table. Each batch's end (ms) and its newest
+event's ``ts_ms`` are appended to a file as a JSON pair. Run as ``python -m
+hashcdc.bench.stream_peer WORK FOLDER|TOPIC OUT`` with the scratch project's environment;
+it runs until terminated.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,8 +29,8 @@ EVENT_SCHEMA = (
 )
 
 
-def main(work: Path, folder: str, out: Path) -> None:
-    """Stream ``folder`` into ``work/peer_current`` until terminated."""
+def main(work: Path, source: str, out: Path) -> None:
+    """Stream ``source`` (a folder, or a topic) into ``work/peer_current`` until terminated."""
     spark = spark_session(work)
     target = str(work / "peer_current")
     spark.sql(
@@ -50,10 +53,21 @@ def main(work: Path, folder: str, out: Path) -> None:
         batches.write(json.dumps([int(time.time() * 1000), newest]) + "\n")
         batches.flush()
 
+    servers = os.environ.get("HASHCDC_BENCH_KAFKA")
+    if servers:
+        lines = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", servers)
+            .option("subscribe", source)
+            .option("startingOffsets", "earliest")
+            .load()
+            .where("value is not null")
+            .selectExpr("cast(value as string) as value")
+        )
+    else:
+        lines = spark.readStream.format("text").load(source)
     query = (
-        spark.readStream.format("text")
-        .load(folder)
-        .writeStream.foreachBatch(merge)
+        lines.writeStream.foreachBatch(merge)
         .option("checkpointLocation", str(work / "peer_checkpoint"))
         .trigger(processingTime="0.5 seconds")
         .start()

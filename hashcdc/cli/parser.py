@@ -308,6 +308,12 @@ def build_parser() -> argparse.ArgumentParser:
         "updates a second for --seconds, after --rows snapshot reads, beside a plain "
         "Structured Streaming foreachBatch MERGE on the same events",
     )
+    bench_parser.add_argument(
+        "--kafka",
+        action="store_true",
+        help="--stream: deliver the events as records of a Kafka topic (a broker the bench "
+        "starts on 127.0.0.1) instead of files landed in a folder",
+    )
     bench_parser.add_argument("--rate", type=int, default=1_000, help="--stream: updates/s")
     bench_parser.add_argument("--seconds", type=int, default=600, help="--stream: how long")
     bench_parser.add_argument(

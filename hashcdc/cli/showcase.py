@@ -150,7 +150,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from hashcdc.bench import stream as stream_bench
 
         for rows in args.rows:
-            figures = stream_bench.run(project_dir, rows, args.rate, args.seconds)
+            figures = stream_bench.run(project_dir, rows, args.rate, args.seconds, args.kafka)
             print(json.dumps(figures), flush=True)
         return 0
     if args.capture:
