@@ -17,6 +17,13 @@ def _date(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def _add_table_options(parser: argparse.ArgumentParser) -> None:
     """Which tables (``--select``), on which profile target (``--target``)."""
     parser.add_argument("--select", nargs="+", metavar="TABLE", help="only these tables")
@@ -129,6 +136,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between two looks at the landing folders (default: 1)",
     )
     stream.add_argument("--once", action="store_true", help="apply what has landed, then stop")
+    stream.add_argument(
+        "--max-files",
+        type=_positive,
+        default=100,
+        help="landed files a micro-batch reads at most; a backlog takes several (default: 100)",
+    )
+    stream.add_argument(
+        "--max-records",
+        type=_positive,
+        default=1_000_000,
+        help="records of a topic's partition a micro-batch reads at most (default: 1000000)",
+    )
 
     extract = sub.add_parser(
         "extract",

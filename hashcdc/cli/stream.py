@@ -43,6 +43,8 @@ def cmd_stream(args: argparse.Namespace) -> int:
         turn=writer_turn,
         stopping=lambda: stop.is_set() or stop_requested(),
         print=lambda line: print(line, flush=True),
+        max_files=args.max_files,
+        max_records=args.max_records,
     )
     if threading.current_thread() is not threading.main_thread():
         return stream.run(args.interval, once=args.once)

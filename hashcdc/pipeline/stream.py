@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from dbt_common.invocation import get_invocation_id
+from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
@@ -94,10 +95,20 @@ def landed_dates(table: TableConfig, project_dir: Path) -> dict[str, Signature]:
     return {date: tuple(sorted(entries)) for date, entries in files.items() if entries}
 
 
-def _changed_files(before: Signature, now: Signature) -> list[str]:
-    """The files of ``now`` that are new or changed since ``before`` (paths)."""
+def next_files(before: Signature, now: Signature, limit: int) -> tuple[list[str], Signature]:
+    """The next micro-batch's files, and what the stream has read once they are applied.
+
+    At most ``limit`` of the files new or changed since ``before``, the first landed (by
+    modification time, as Spark's file source takes them): a backlog is applied in the
+    order a running stream would have seen it, so no event is applied after a later one
+    (a capture's snapshot files, say, whose names sort after its first rolls). The rest
+    wait for later batches.
+    """
     known = set(before)
-    return [entry[0] for entry in now if entry not in known]
+    fresh = sorted((entry for entry in now if entry not in known), key=lambda e: (e[2], e[0]))
+    changed = fresh[:limit]
+    taken = known | set(changed)
+    return [entry[0] for entry in changed], tuple(entry for entry in now if entry in taken)
 
 
 @dataclass(frozen=True)
@@ -163,6 +174,10 @@ class Stream:
     turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
     stopping: Callable[[], bool] = lambda: False
     print: Callable[[str], None] = print
+    # Bounded micro-batches, whatever the backlog (a stream started after a long stop): at
+    # most this many landed files, or records of a topic, a batch; the rest in later ones.
+    max_files: int = 100
+    max_records: int = 1_000_000
     seen: dict[tuple[str, str], Signature] = field(default_factory=dict)
     # A topic's offsets this stream read up to (none yet: from its open date's start).
     positions: dict[str, kafka.Offsets] = field(default_factory=dict)
@@ -203,7 +218,10 @@ class Stream:
     def step(self, table: TableConfig) -> None:
         """Apply the dates whose files changed since this stream last applied them."""
         if table.source.kafka is not None:
-            return self._step_topic(table)
+            # One bounded range of records a round, until the topic has no new one.
+            while self._topic_round(table) and not self.stopping():
+                pass
+            return None
         landed = landed_dates(table, self.project_dir)
         latest = self._latest(table)
         for date in sorted(landed):
@@ -219,26 +237,30 @@ class Stream:
                     )
                 self.seen[(table.name, date)] = signature
                 continue
-            if self.stopping():
-                return
-            read_before = self.seen.get((table.name, date), ())
-            with self.turn(), table_locks(self.spark, [table.name]):
-                if latest is not None and latest.is_open and date > latest.business_date:
-                    closed = self._close(table, latest.business_date)
-                    if closed.status in audit.FAILED_STATUSES:
-                        return self._fail(table, closed)
-                applied = self._apply(table, date, _changed_files(read_before, signature))
-            self.print(applied.line())
-            if applied.status in audit.FAILED_STATUSES:
-                return self._fail(table, applied)
-            self.seen[(table.name, date)] = signature
-            latest = self._latest(table)
+            while self.seen.get((table.name, date)) != signature:
+                if self.stopping():
+                    return None
+                files, read = next_files(
+                    self.seen.get((table.name, date), ()), signature, self.max_files
+                )
+                with self.turn(), table_locks(self.spark, [table.name]):
+                    if latest is not None and latest.is_open and date > latest.business_date:
+                        closed = self._close(table, latest.business_date)
+                        if closed.status in audit.FAILED_STATUSES:
+                            return self._fail(table, closed)
+                    applied = self._apply(table, date, files)
+                self.print(applied.line())
+                if applied.status in audit.FAILED_STATUSES:
+                    return self._fail(table, applied)
+                self.seen[(table.name, date)] = read
+                latest = self._latest(table)
         return None
 
-    def _step_topic(self, table: TableConfig) -> None:
-        """Apply a topic's records since those this stream read, date by date.
+    def _topic_round(self, table: TableConfig) -> bool:
+        """Apply a topic's next records, date by date; whether it applied any.
 
-        A record belongs to the date of its commit, or the open date when that is later (a
+        The records after those this stream read, at most ``max_records`` of a partition. A
+        record belongs to the date of its commit, or the open date when that is later (a
         late event). Dates close as they do for files: when a later date's events come.
         """
         assert table.source.kafka is not None
@@ -257,19 +279,20 @@ class Stream:
             if self.unreachable.get(table.name) != problem:
                 self.print(f"hashcdc stream: {problem}; trying again every step")
             self.unreachable[table.name] = problem
-            return None
+            return False
         self.unreachable.pop(table.name, None)
         if not found:
-            return None
+            return False
         partitions = {partition for partition, _, _ in found}
         if len(partitions) > 1:
-            return self._fail(
+            self._fail(
                 table,
                 Batch(table.name, latest.business_date if latest else "-", "error", 0, {}, 0.0,
                       None, f"topic {topic} has records in {len(partitions)} partitions; "
                       "hashcdc stream applies a topic of one partition (events in commit "
                       "order), daily runs read any topic"),
             )  # fmt: skip
+            return False
         end = dict(start or {})
         for partition, _, offset in found:
             end[partition] = max(end.get(partition, 0), offset + 1)
@@ -277,24 +300,35 @@ class Stream:
         dates = sorted({max(date, open_date) if open_date else date for _, date, _ in found})
         for date in dates:
             if self.stopping():
-                return None
+                return False
             read = kafka.TopicRead(topic, date, start, end, since)
             with self.turn(), table_locks(self.spark, [table.name]):
                 if latest is not None and latest.is_open and date > latest.business_date:
                     closed = self._close(table, latest.business_date)
                     if closed.status in audit.FAILED_STATUSES:
-                        return self._fail(table, closed)
+                        self._fail(table, closed)
+                        return False
                 applied = self._apply(table, date, [read.location()])
             self.print(applied.line())
             if applied.status in audit.FAILED_STATUSES:
-                return self._fail(table, applied)
+                self._fail(table, applied)
+                return False
             latest = self._latest(table)
         self.positions[table.name] = end
-        return None
+        return True
 
     def _probe(self, table: TableConfig, read: kafka.TopicRead) -> list[tuple[int, str, int]]:
-        """A read's new records: partition, business date of the commit, greatest offset."""
+        """A read's new records: partition, business date of the commit, greatest offset.
+
+        At most ``max_records`` records of each partition, its first: the next step probes
+        from where these end, so a backlog is applied in bounded batches.
+        """
         raw = table_reader(table).raw_events(self.spark, table, [read.location()])
+        partition = kafka.partition_of(F.col(SOURCE_FILE))
+        first = F.min(ROW_ID).over(Window.partitionBy(partition))
+        raw = raw.withColumn("_first", first).where(
+            F.col(ROW_ID) < F.col("_first") + self.max_records
+        )
         # The commit's date in UTC, from epoch milliseconds (no session time zone involved).
         days = F.floor(F.col(EVENT_TIME_RAW).cast("bigint") / 86_400_000).cast("int")
         today = dt.datetime.now(dt.timezone.utc).date().isoformat()

@@ -1,7 +1,7 @@
 {% macro merge_state(target, source) %}
 {#- Apply a date's rows (cdc_state, cdc_feed_state) to the state in one commit. Data rows
-    match by keyhash, bookkeeping rows (W, and a feed's A rows by event id) among
-    themselves. D deletes a key and `a` an A row; X marks a kept key (operation and date
+    match by keyhash, bookkeeping rows among themselves: W the W row, a feed's A rows by
+    event id (a truncate's A row has no key, as the W row: it must not match it). D deletes a key and `a` an A row; X marks a kept key (operation and date
     only); N with the same hash records that the key was supplied (operation and dates;
     the payload stays, as in the article); anything else replaces the row or adds it. -#}
 {%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
@@ -12,6 +12,7 @@ using {{ source }} as source
 on
     target.keyhash <=> source.keyhash
     and (target.operation in ('W', 'A')) = (source.operation in ('W', 'A', 'a'))
+    and (target.operation = 'W') = (source.operation = 'W')
     and (target.operation != 'A' or target.nonkeyhash = source.nonkeyhash)
 when matched and source.operation in ('D', 'a') then delete
 when matched and source.operation = 'X' then update set

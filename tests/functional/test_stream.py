@@ -7,6 +7,8 @@ next date's first events, when the stream closes it. A twin table gets the same 
 through daily ``hashcdc run`` dates: once the stream's dates are closed (the last one by
 ``hashcdc run --date``, as a user closes it), current and history equal the twin's.
 
+A backlog is read in bounded batches (``--max-files``), in landing order.
+
 Then as a service: ``hashcdc stream`` in the project's engine while files land, queried
 while it runs, the engine SIGKILLed during a batch and the stream started again, a new
 file read alone by the next batch, and a
@@ -103,17 +105,32 @@ def test_stream_applies_each_event_once_and_its_closed_dates_equal_daily_runs(
     # No history while the date is open: it is written when the date closes.
     assert not project.spark.catalog.tableExists(f"{project.schema}.streamed_history")
 
-    # Nothing new: no batch (a new stream looks at every landed date once: no event is new).
-    assert _hashcdc(project, "stream", "--select", "streamed", "--once") == 0
-    assert _current(project, "streamed") == [(1, "bobby"), (3, "dave"), (5, "alice")]
-    assert "applied: I 0 U 0 D 0" in capsys.readouterr().out
-
-    # The next date's first events: the open date is closed (whole, with its history and
-    # tests), then the new date is applied.
-    _deliver(project, "streamed", DATES[1], "a", NEXT)
-    assert _hashcdc(project, "stream", "--select", "streamed", "--once") == 0
+    # The next date's first events, landed as three files, and a new stream that reads at
+    # most one file a batch (bounded batches, in landing order). It looks at every landed
+    # date once: the open date's three files add nothing (no event is new); the open date
+    # is closed (whole, with its history and tests); then the new date's files are applied
+    # one by one — an update, a truncate that deletes every key (alone in its batch, it is
+    # the batch's watermark), an insert after it.
+    for name, event in zip("abc", NEXT, strict=True):
+        _deliver(project, "streamed", DATES[1], name, [event])
+    assert _hashcdc(project, "stream", "--select", "streamed", "--once", "--max-files", "1") == 0
     out = capsys.readouterr().out
     assert f"streamed {DATES[0]}: closed: I 3 U 0 D 0 (10 event(s) read)" in out, out
+
+    def applied(date: str) -> list[str]:
+        lines = [line for line in out.splitlines() if f"{date}: applied: " in line]
+        return [line.split(": applied: ")[1].split(" in ")[0] for line in lines]
+
+    assert applied(DATES[0]) == [
+        "I 0 U 0 D 0 (3 event(s) read)",
+        "I 0 U 0 D 0 (4 event(s) read)",
+        "I 0 U 0 D 0 (3 event(s) read)",
+    ], out
+    assert applied(DATES[1]) == [
+        "I 0 U 1 D 0 (1 event(s) read)",
+        "I 0 U 0 D 3 (1 event(s) read)",
+        "I 1 U 0 D 0 (1 event(s) read)",
+    ], out
     assert _current(project, "streamed") == [(8, "eve")]
     assert _dates(project, "streamed") == [(DATES[0], False), (DATES[1], True)]
 

@@ -10,7 +10,7 @@ import pytest
 from hashcdc.bench.stream import _file_lags, _percentiles
 from hashcdc.config import TableConfig
 from hashcdc.errors import HashcdcError
-from hashcdc.pipeline.stream import _changed_files, landed_dates
+from hashcdc.pipeline.stream import landed_dates, next_files
 
 
 def feed(path: str) -> TableConfig:
@@ -45,8 +45,26 @@ def test_each_date_folder_with_landed_files_and_their_signature(tmp_path: Path) 
     grown.write_text("{}\n{}\n")
     os.utime(grown, ns=(1, 2))
     after = landed_dates(feed("landing/orders/{business_date}/*"), tmp_path)["2024-06-01"]
-    assert after != before and _changed_files(before, after) == [str(grown)]
-    assert _changed_files((), after) == [path for path, _, _ in after]
+    assert after != before and next_files(before, after, 100) == ([str(grown)], after)
+    # All of them, the first landed first.
+    in_landing_order = sorted(after, key=lambda entry: entry[2])
+    assert next_files((), after, 100) == ([path for path, _, _ in in_landing_order], after)
+
+
+def test_a_backlog_of_files_is_read_in_bounded_batches_in_landing_order() -> None:
+    # Landed in the order 3, 0, 1, 2, 4 (a name that sorts later may land first).
+    landed = tuple(
+        (f"/l/2024-03-01/part-{n:03d}.json", 10, when) for n, when in enumerate([1, 2, 3, 0, 4])
+    )
+    read: tuple = ()
+    batches = []
+    while read != landed:
+        files, read = next_files(read, landed, 2)
+        batches.append([name.rsplit("-", 1)[1] for name in files])
+    assert batches == [["003.json", "000.json"], ["001.json", "002.json"], ["004.json"]]
+    # A file that grew is read again; one gone is forgotten.
+    grown = (*landed[1:4], (landed[4][0], 20, 9))
+    assert next_files(landed, grown, 2) == ([landed[4][0]], grown)
 
 
 def test_a_landing_the_stream_cannot_watch_is_refused_with_its_reason(tmp_path: Path) -> None:
