@@ -21,6 +21,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
+from hashcdc.bench.stream import PEER_SERVERS
 from hashcdc.runtime.project import spark_session
 
 EVENT_SCHEMA = (
@@ -53,7 +54,7 @@ def main(work: Path, source: str, out: Path) -> None:
         batches.write(json.dumps([int(time.time() * 1000), newest]) + "\n")
         batches.flush()
 
-    servers = os.environ.get("HASHCDC_BENCH_KAFKA")
+    servers = os.environ.get(PEER_SERVERS)
     if servers:
         lines = (
             spark.readStream.format("kafka")
