@@ -126,9 +126,10 @@ def _cached_leaf(spark: SparkSession, cached: DataFrame) -> DataFrame:
     plans before it reads the cache: with the lineage, that feed's query spent about 3 s
     planning on a 1,000-row table; with the cache as the plan's one leaf (Spark's
     ``InMemoryRelation``, the node a cached plan is replaced with), 0.7 s. The leaf keeps
-    what the cache gives: columnar batches in memory or on disk, lost blocks computed again
-    from the lineage, the stage's partitioning by ``keyhash``. Spark has no public call for it; where the internal one
-    is missing (another Spark version), the cached DataFrame itself.
+    what the cache gives: columnar batches in memory or on disk, lost blocks computed
+    again from the lineage, the stage's partitioning by ``keyhash``. Spark has no public
+    call for it; where the internal one is missing (another Spark version), the cached
+    DataFrame itself.
     """
     session = spark._jsparkSession  # noqa: SLF001 - the JVM session, no public handle
     try:

@@ -97,18 +97,34 @@ def test_a_new_bucket_count_changes_the_stage_and_a_date_rewrites_no_unchanged_r
 def test_an_invocation_that_keeps_a_stage_releases_those_of_earlier_invocations(
     spark: Any,
 ) -> None:
+    """Each kept stage is a view whose plan is its cache alone; a later invocation's stage
+    releases the earlier views and their caches."""
     from hashcdc.pipeline.session_stage import keep_stage
 
     def stage(rows: int) -> Any:
         return spark.range(rows).selectExpr("unhex(md5(cast(id as string))) as keyhash")
 
     first = [f"layout.stg_first_{n}" for n in (1, 2)]
-    for relation in first:
-        keep_stage(spark, stage(10), relation, "2024-05-01", 2, "invocation-1")
+    earlier = [keep_stage(spark, stage(10), r, "2024-05-01", 2, "invocation-1") for r in first]
     assert all(spark.catalog.tableExists(view_name(r, "2024-05-01")) for r in first)
+    # Consumers plan the cache, not the lineage (session_stage._cached_leaf).
+    plan = earlier[0]._jdf.queryExecution().analyzed()
+    while plan.children().size() == 1 and plan.getClass().getSimpleName() != "InMemoryRelation":
+        plan = plan.children().head()  # the view's own projection, if any
+    assert plan.getClass().getSimpleName() == "InMemoryRelation"
+    assert earlier[0].count() == 10
+    manager = spark._jsparkSession.sharedState().cacheManager()
+
+    def cached(rows: int) -> bool:
+        frame = stage(rows).repartition(2, "keyhash")
+        return bool(manager.lookupCachedData(frame._jdf).isDefined())
+
+    assert cached(10)
 
     kept = keep_stage(spark, stage(20), "layout.stg_second", "2024-05-02", 2, "invocation-2")
     assert kept.count() == 20
     assert kept.rdd.getNumPartitions() == 2
     assert not any(spark.catalog.tableExists(view_name(r, "2024-05-01")) for r in first)
     assert spark.catalog.tableExists(view_name("layout.stg_second", "2024-05-02"))
+    assert not cached(10)
+    assert cached(20)
