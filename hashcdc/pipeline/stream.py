@@ -243,15 +243,8 @@ class Stream:
                 files, read = next_files(
                     self.seen.get((table.name, date), ()), signature, self.max_files
                 )
-                with self.turn(), table_locks(self.spark, [table.name]):
-                    if latest is not None and latest.is_open and date > latest.business_date:
-                        closed = self._close(table, latest.business_date)
-                        if closed.status in audit.FAILED_STATUSES:
-                            return self._fail(table, closed)
-                    applied = self._apply(table, date, files)
-                self.print(applied.line())
-                if applied.status in audit.FAILED_STATUSES:
-                    return self._fail(table, applied)
+                if not self._turn(table, latest, date, files):
+                    return None
                 self.seen[(table.name, date)] = read
                 latest = self._latest(table)
         return None
@@ -302,16 +295,7 @@ class Stream:
             if self.stopping():
                 return False
             read = kafka.TopicRead(topic, date, start, end, since)
-            with self.turn(), table_locks(self.spark, [table.name]):
-                if latest is not None and latest.is_open and date > latest.business_date:
-                    closed = self._close(table, latest.business_date)
-                    if closed.status in audit.FAILED_STATUSES:
-                        self._fail(table, closed)
-                        return False
-                applied = self._apply(table, date, [read.location()])
-            self.print(applied.line())
-            if applied.status in audit.FAILED_STATUSES:
-                self._fail(table, applied)
+            if not self._turn(table, latest, date, [read.location()]):
                 return False
             latest = self._latest(table)
         self.positions[table.name] = end
@@ -343,6 +327,26 @@ class Stream:
             .collect()
         )
         return [(row["partition"], row["business_date"], row["offset"]) for row in rows]
+
+    def _turn(
+        self, table: TableConfig, latest: DateVersion | None, date: str, files: list[str]
+    ) -> bool:
+        """One micro-batch of ``date`` in the writer's turn; whether it succeeded.
+
+        The open date is closed first when ``date`` is later; a failure pauses the table.
+        """
+        with self.turn(), table_locks(self.spark, [table.name]):
+            if latest is not None and latest.is_open and date > latest.business_date:
+                closed = self._close(table, latest.business_date)
+                if closed.status in audit.FAILED_STATUSES:
+                    self._fail(table, closed)
+                    return False
+            applied = self._apply(table, date, files)
+        self.print(applied.line())
+        if applied.status in audit.FAILED_STATUSES:
+            self._fail(table, applied)
+            return False
+        return True
 
     def _fail(self, table: TableConfig, batch: Batch) -> None:
         self.failed[table.name] = batch.error or batch.status
