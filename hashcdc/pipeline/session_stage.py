@@ -33,8 +33,8 @@ from hashcdc.dates import parse_business_date
 from hashcdc.pipeline.stage import typecast_and_hash
 from hashcdc.relations import Relations
 
-# Spark's default for a DataFrame's cache: rows in memory, spilled to the local disk when the
-# storage memory is short.
+# Spark's default for a DataFrame's cache: columnar batches in memory, spilled to the local
+# disk when the storage memory is short (never recomputed, never lost).
 STAGE_STORAGE = StorageLevel.MEMORY_AND_DISK_DESER
 VIEW_PREFIX = "hashcdc_stage"
 
@@ -131,12 +131,12 @@ def _cached_leaf(spark: SparkSession, cached: DataFrame) -> DataFrame:
     call for it; where the internal one is missing (another Spark version), the cached
     DataFrame itself.
     """
-    session = spark._jsparkSession  # noqa: SLF001 - the JVM session, no public handle
     try:
+        session = spark._jsparkSession  # noqa: SLF001 - the JVM session, no public handle
         entry = session.sharedState().cacheManager().lookupCachedData(cached._jdf)  # noqa: SLF001
         relation = entry.get().cachedRepresentation()
         leaf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(session, relation)  # noqa: SLF001
-    except Exception:  # noqa: BLE001 - py4j's errors for a missing class or method vary
+    except Exception:  # noqa: BLE001 - py4j's (or a Connect session's) errors vary
         return cached
     return DataFrame(leaf, spark)
 
