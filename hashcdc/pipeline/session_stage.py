@@ -97,13 +97,15 @@ def keep_stage(
     """
     date = parse_business_date(business_date)
     count = int(partitions or spark.conf.get("spark.sql.shuffle.partitions"))
-    cached = frame.repartition(count, "keyhash").persist(STAGE_STORAGE)
-    kept = _cached_leaf(spark, cached)
     view = view_name(relation, date)
     with _kept_lock:
+        # Released first: a rerun's stage has the plan of the one it replaces (the same
+        # files), and Spark would serve it that cache, read before the files changed.
         for key, other in list(_kept.items()):
             if key == _relation_key(relation) or (invocation and other.invocation != invocation):
                 _release(spark, key)
+        cached = frame.repartition(count, "keyhash").persist(STAGE_STORAGE)
+        kept = _cached_leaf(spark, cached)
         kept.createOrReplaceTempView(view)
         _kept[_relation_key(relation)] = _KeptStage(view, cached, invocation)
     return spark.table(view)

@@ -5,6 +5,7 @@ vectors)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -128,3 +129,22 @@ def test_an_invocation_that_keeps_a_stage_releases_those_of_earlier_invocations(
     assert spark.catalog.tableExists(view_name("layout.stg_second", "2024-05-02"))
     assert not cached(10)
     assert cached(20)
+
+
+def test_a_rerun_keeps_the_stage_of_the_files_as_they_are_now(spark: Any, tmp_path: Path) -> None:
+    """A date run again after its extract was replaced reads the new file, not the cache of
+    the run before (the two stages' plans are the same: same path, same options)."""
+    from hashcdc.pipeline.session_stage import keep_stage
+
+    extract = tmp_path / "extract.csv"
+
+    def stage() -> Any:
+        rows = spark.read.option("header", True).csv(str(extract))
+        return rows.selectExpr("unhex(md5(id)) as keyhash", "id")
+
+    extract.write_text("id\n1\n2\n")
+    first = keep_stage(spark, stage(), "layout.stg_rerun", "2024-05-03", 2, "invocation-1")
+    assert sorted(row["id"] for row in first.collect()) == ["1", "2"]
+    extract.write_text("id\n1\n2\n3\n")
+    again = keep_stage(spark, stage(), "layout.stg_rerun", "2024-05-03", 2, "invocation-2")
+    assert sorted(row["id"] for row in again.collect()) == ["1", "2", "3"]
