@@ -15,6 +15,7 @@ import datetime as dt
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -158,8 +159,29 @@ def _publish_day(topic: Topic, date: str, events: list[tuple[str, int, Any, Any]
             topic.publish(key, None, when)
 
 
+class _Heard:
+    """Standard output passed on as it is, its text also kept: a thread waits for a line."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.text = ""
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return self.out.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.out, name)
+
+    def wait_for(self, words: str, seconds: float = 120) -> bool:
+        deadline = time.monotonic() + seconds
+        while words not in self.text and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return words in self.text
+
+
 def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
-    project: Any, kafka: Any, capsys: Any
+    project: Any, kafka: Any, capsys: Any, monkeypatch: Any
 ) -> None:
     topic = Topic(kafka, "shop.public.streamed")
     project.add_table(_streamed_config("streamed", kafka, topic.name))
@@ -196,14 +218,18 @@ def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
             _publish_day(topic, first, same_day)
             _wait(lambda: _names(project, "streamed") == after_same_day, seen, project)
             # The broker restarted between batches: the stream says so and goes on after.
+            # It stays down until the stream has said so (a read under way when it went
+            # down may wait for it and not notice).
             kafka.stop()
-            time.sleep(3)
+            heard.wait_for("no Kafka broker answers")
             kafka.start()
             _publish_day(topic, second, next_day)
             _wait(lambda: _names(project, "streamed") == {8: "eve"}, seen, project)
         finally:
             os.kill(os.getpid(), signal.SIGTERM)
 
+    heard = _Heard(sys.stdout)
+    monkeypatch.setattr(sys, "stdout", heard)
     publisher = threading.Thread(target=publish_while_streaming, daemon=True)
     publisher.start()
     assert main([*root, "stream", "--select", "streamed", "--interval", "1"]) == 0
