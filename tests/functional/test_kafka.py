@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from hashcdc.cli import main
+from hashcdc.runtime.local_servers import wait_until
 
 DATES = ["2024-03-01", "2024-03-02", "2024-03-03"]
 TABLE = "kafka_people"
@@ -173,12 +174,6 @@ class _Heard:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.out, name)
 
-    def wait_for(self, words: str, seconds: float = 120) -> bool:
-        deadline = time.monotonic() + seconds
-        while words not in self.text and time.monotonic() < deadline:
-            time.sleep(0.2)
-        return words in self.text
-
 
 def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
     project: Any, kafka: Any, capsys: Any, monkeypatch: Any
@@ -221,7 +216,8 @@ def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
             # It stays down until the stream has said so (a read under way when it went
             # down may wait for it and not notice).
             kafka.stop()
-            heard.wait_for("no Kafka broker answers")
+            said = "no Kafka broker answers"
+            wait_until(lambda: said in heard.text, 120, f"the stream saying {said!r}")
             kafka.start()
             _publish_day(topic, second, next_day)
             _wait(lambda: _names(project, "streamed") == {8: "eve"}, seen, project)
