@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
 from dbt.adapters.base import BaseRelation, PythonJobHelper, available
+from dbt.adapters.exceptions.connection import InvalidConnectionError
 from dbt.adapters.spark.impl import (
     LIST_RELATIONS_MACRO_NAME,
     LIST_RELATIONS_SHOW_TABLES_MACRO_NAME,
@@ -20,6 +22,7 @@ from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 from hashcdc.pipeline.session_stage import session_stage
+from hashcdc.runtime.sessions import thread_session
 from hashcdc.state.maintenance import compact_if_due, deletion_vectors_by_size
 from hashcdc.state.versions import applied_versions, commit_metadata_statement, restore
 
@@ -63,6 +66,16 @@ class HashcdcAdapter(SparkAdapter):
             row_list=rows, relation_info_func=self._get_relation_information_using_describe
         )
 
+    def _session(self) -> Any:
+        """The SparkSession of the calling thread's connection (opened here if need be).
+
+        A node's calls (its hooks' restore, compaction, the stage it reads) run in the
+        session its statements run in (:mod:`hashcdc.runtime.sessions`).
+        """
+        with contextlib.suppress(InvalidConnectionError):
+            _ = self.connections.get_thread_connection().handle
+        return thread_session()
+
     @available
     def hashcdc_business_date(self, value: Any) -> str:
         """``value`` checked as a business date (:func:`hashcdc.dates.parse_business_date`).
@@ -81,10 +94,7 @@ class HashcdcAdapter(SparkAdapter):
         Read from the table's Delta log (:func:`hashcdc.state.versions.applied_versions`); none
         when the table does not exist (yet).
         """
-        from pyspark.sql import SparkSession
-
-        # The process's session, from any of dbt's threads (the active one is per thread).
-        spark = SparkSession.builder.getOrCreate()
+        spark = self._session()
         table = f"{relation.schema}.{relation.identifier}"
         if not spark.catalog.tableExists(table):
             return []
@@ -111,11 +121,9 @@ class HashcdcAdapter(SparkAdapter):
         The view the stage model kept in this session, or — when a command runs a consumer
         without its stage — one computed again from the extract.
         """
-        from pyspark.sql import SparkSession
-
         try:
             return session_stage(
-                SparkSession.builder.getOrCreate(),
+                self._session(),
                 f"{relation.schema}.{relation.identifier}",
                 table_config,
                 business_date,
@@ -127,11 +135,7 @@ class HashcdcAdapter(SparkAdapter):
     @available
     def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:
         """Restore a state to ``version`` (:func:`hashcdc.state.versions.restore`); returns ''."""
-        from pyspark.sql import SparkSession
-
-        restore(
-            SparkSession.builder.getOrCreate(), f"{relation.schema}.{relation.identifier}", version
-        )
+        restore(self._session(), f"{relation.schema}.{relation.identifier}", version)
         return ""
 
     @available
@@ -140,21 +144,15 @@ class HashcdcAdapter(SparkAdapter):
 
         Returns what was done, for the log ('' when nothing was due).
         """
-        from pyspark.sql import SparkSession
-
         table = f"{relation.schema}.{relation.identifier}"
-        done = compact_if_due(
-            SparkSession.builder.getOrCreate(), table, int(every_dates), int(kept)
-        )
+        done = compact_if_due(self._session(), table, int(every_dates), int(kept))
         return done.summary() if done else ""
 
     @available
     def hashcdc_deletion_vectors_by_size(self, relation: BaseRelation, from_mib: Any) -> str:
         """Switch a state's deletion vectors on by size (``maintenance``); '' or the log line."""
-        from pyspark.sql import SparkSession
-
         table = f"{relation.schema}.{relation.identifier}"
-        done = deletion_vectors_by_size(SparkSession.builder.getOrCreate(), table, float(from_mib))
+        done = deletion_vectors_by_size(self._session(), table, float(from_mib))
         return done or ""
 
     @available

@@ -11,30 +11,29 @@ from dbt_common.exceptions import DbtRuntimeError
 from hashcdc.adapter.connections import HashcdcCredentials
 from hashcdc.errors import HashcdcError
 from hashcdc.runtime.project import session_with
+from hashcdc.runtime.sessions import node_session
 
 
 class SessionPythonJobHelper(PythonJobHelper):
-    """Execute a compiled Python model with ``spark`` bound to the active SparkSession.
+    """Execute a compiled Python model with ``spark`` bound to its node's SparkSession.
 
-    The session is the one dbt-spark's ``session`` connection method uses (same builder
-    settings from ``server_side_parameters``), so SQL and Python models share one JVM,
-    one metastore and one warehouse.
+    The session is the one the node's SQL statements run in (:mod:`hashcdc.runtime.sessions`;
+    one JVM, one metastore and one warehouse for all), or one held for the model alone when
+    the node has run no statement yet.
     """
 
     def __init__(self, parsed_model: dict[str, Any], credentials: HashcdcCredentials) -> None:
         self.parsed_model = parsed_model
         self.credentials = credentials
 
-    def _spark_session(self) -> Any:
-        return session_with(self.credentials.server_side_parameters)
-
     def submit(self, compiled_code: str) -> None:
         """Execute the compiled model; input errors surface as one clear dbt error."""
+        with node_session(session_with(self.credentials.server_side_parameters)) as spark:
+            self._execute(compiled_code, spark)
+
+    def _execute(self, compiled_code: str, spark: Any) -> None:
         model_name = self.parsed_model.get("alias") or self.parsed_model.get("name")
-        namespace: dict[str, Any] = {
-            "spark": self._spark_session(),
-            "__name__": f"dbt_python_model_{model_name}",
-        }
+        namespace: dict[str, Any] = {"spark": spark, "__name__": f"dbt_python_model_{model_name}"}
         code = compile(compiled_code, f"<dbt python model {model_name}>", "exec")
         try:
             exec(code, namespace)  # noqa: S102 - executing dbt's compiled model is the purpose

@@ -2,7 +2,8 @@
 
 The generated model ``stg_<table>`` (materialization ``session_stage`` of the hashcdc
 adapter) computes the typed, hashed extract once, partitions it by ``keyhash``, caches it
-(memory, spilling to local disk) and registers it as a temporary view. The models and tests
+(memory, spilling to local disk) and registers it as a global temporary view (read by the
+sessions of all of dbt's threads: hashcdc.runtime.sessions). The models and tests
 after it in the same dbt invocation — the state's diff and MERGE, the rejects, the
 reconcile test, the run's audit row — read that view: the extract is read, cast and
 hashed once, and nothing but the changes is written to the warehouse.
@@ -37,6 +38,10 @@ from hashcdc.relations import Relations
 # disk when the storage memory is short (never recomputed, never lost).
 STAGE_STORAGE = StorageLevel.MEMORY_AND_DISK_DESER
 VIEW_PREFIX = "hashcdc_stage"
+# Spark's database of global temporary views (``spark.sql.globalTempDatabase``, a static
+# setting hashcdc leaves at its default): a stage is read by the sessions of all of dbt's
+# threads (hashcdc.runtime.sessions), a session's own temporary views by itself only.
+SHARED_VIEWS = "global_temp"
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,18 @@ _kept_lock = threading.Lock()
 
 
 def view_name(relation: str, business_date: str) -> str:
-    """The temporary view holding a stage relation's rows for one business date."""
+    """The global temporary view holding a stage relation's rows for one business date."""
+    return f"{SHARED_VIEWS}.{_bare_view_name(relation, business_date)}"
+
+
+def _bare_view_name(relation: str, business_date: str) -> str:
     relation_part = re.sub(r"[^0-9a-zA-Z]+", "__", relation.replace("`", "")).strip("_")
     return f"{VIEW_PREFIX}__{relation_part}__{business_date.replace('-', '')}".lower()
+
+
+def _same_spark(one: SparkSession, other: SparkSession) -> bool:
+    """Whether two sessions share a Spark context (and so their caches and global views)."""
+    return one.sparkContext is other.sparkContext
 
 
 def _relation_key(relation: str) -> str:
@@ -106,7 +120,7 @@ def keep_stage(
                 _release(spark, key)
         cached = frame.repartition(count, "keyhash").persist(STAGE_STORAGE)
         kept = _cached_leaf(spark, cached)
-        kept.createOrReplaceTempView(view)
+        kept.createOrReplaceGlobalTempView(_bare_view_name(relation, date))
         _kept[_relation_key(relation)] = _KeptStage(view, cached, invocation)
     return spark.table(view)
 
@@ -114,9 +128,9 @@ def keep_stage(
 def _release(spark: SparkSession, key: str) -> None:
     previous = _kept.pop(key, None)
     # A stage of a session since stopped went with it (its cache and view).
-    if previous is None or previous.cached.sparkSession is not spark:
+    if previous is None or not _same_spark(previous.cached.sparkSession, spark):
         return
-    spark.catalog.dropTempView(previous.view)
+    spark.catalog.dropGlobalTempView(previous.view.rsplit(".", 1)[1])
     previous.cached.unpersist()
 
 
@@ -174,7 +188,7 @@ def session_stage(
     Returns
     -------
     str
-        The name of the temporary view.
+        The name of the global temporary view.
 
     """
     date = parse_business_date(business_date)
@@ -184,7 +198,7 @@ def session_stage(
     if (
         kept is not None
         and kept.view == view
-        and kept.cached.sparkSession is spark
+        and _same_spark(kept.cached.sparkSession, spark)
         and spark.catalog.tableExists(view)
     ):
         return view

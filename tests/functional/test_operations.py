@@ -10,6 +10,7 @@ from typing import Any
 from browser import rendered_dom, screenshot
 
 from hashcdc.cli import main
+from hashcdc.state.versions import applied_versions
 
 D1, D2, D3, D4, D5, D6 = (f"2024-03-0{day}" for day in range(1, 7))
 ORDERS = "ops_orders"
@@ -59,8 +60,12 @@ def partitions(project: Any, relation: str) -> list[str]:
     return sorted(r["d"] for r in found)
 
 
-def test_a_week_of_operations(project: Any, capsys: Any) -> None:
+def test_a_week_of_operations(project: Any, capsys: Any, monkeypatch: Any) -> None:
     args = ["--project-dir", str(project.root)]
+    # Two dbt threads: the tables of a date run side by side, each node in a Spark session
+    # of its own (a state's pre-hook sets the business date its commit records, its
+    # post-hook resets it: in one shared session the other table's commit would take it).
+    monkeypatch.setenv("HASHCDC_THREADS", "2")
     assert project.spark  # the shared session, started the way every other test starts it
     project.add_table(orders_config())
     project.add_table(ITEMS_CONFIG)
@@ -140,6 +145,9 @@ def test_a_week_of_operations(project: Any, capsys: Any) -> None:
     assert orders_runs[D5]["status"] == orders_runs[D6]["status"] == "success"
     assert counts(orders_runs[D5]) == (4, 0, 1, 0, 0, 3)
     assert counts(orders_runs[D6]) == (4, 0, 0, 1, 0, 3)
+    for table, dates in ((ORDERS, [D1, D2, D4, D5, D6]), (ITEMS, [D1, D2, D3, D4])):
+        applied = applied_versions(project.spark, f"{project.schema}.{table}_state")
+        assert [version.business_date for version in applied] == dates, table
 
     assert main([*args, "status"]) == 0
     status = capsys.readouterr().out

@@ -1,7 +1,7 @@
 {#-
     Materialization `session_stage` (Python models): the model's DataFrame is kept in the
     Spark session — partitioned by `keyhash` into the model's `buckets`, cached, registered
-    as a temporary view named after the relation and the business date
+    as a global temporary view named after the relation and the business date
     (hashcdc.pipeline.session_stage) — instead of being written as a table. The stages kept by an
     earlier invocation in the same process are released. Models and tests after it read it through
     `hashcdc.stage_relation(ref(...))`; a command that runs them without it computes it

@@ -1,0 +1,129 @@
+"""A SparkSession for each dbt connection, so a date's tables can run side by side.
+
+A node sets session settings for its own statements: a state's pre-hook sets the business
+date that Delta records in the commit's ``userMetadata`` (:mod:`hashcdc.state.versions`),
+its post-hook resets it. In one shared session, a node of another table running on
+another of dbt's threads would commit with that date, or without one after the reset.
+
+So each open dbt connection (one per dbt thread at a time) holds a session of its own: the
+process's session when it is free, otherwise a sibling (``newSession``: the same Spark
+context, metastore, cache and global temporary views; its own settings, current database
+and temporary views). A sibling starts with the process session's settings and database.
+Sessions go back to a pool when their connection closes and are handed out again: Spark
+4.0.1 never frees a session (SPARK-54753), so a process has at most as many as dbt ever
+ran threads at once. Each session's jobs go to a FAIR scheduler pool of its own, so one
+table's large job does not hold the others' small ones back.
+
+Code that runs inside a node (the adapter's calls, Python models) takes its session from
+:func:`thread_session`; code outside dbt uses the process's session as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from hashcdc.state.versions import COMMIT_METADATA_SETTING
+
+# Local property naming the FAIR scheduler pool of a thread's jobs.
+SCHEDULER_POOL_PROPERTY = "spark.scheduler.pool"
+
+_lock = threading.Lock()
+# Sessions not held by an open connection, with the pool name of each.
+_free: list[tuple[Any, str]] = []
+# Every session handed out so far, by pool name (to tell the process's own from siblings).
+_made: dict[str, Any] = {}
+_bound = threading.local()
+
+
+class HeldSession:
+    """A session held by one dbt connection until :meth:`give_back`."""
+
+    def __init__(self, session: Any, pool: str) -> None:
+        self.session = session
+        self.pool = pool
+        self.open = True
+
+    def bind(self) -> None:
+        """Make it the calling thread's session; its jobs go to its scheduler pool."""
+        _bound.held = self
+        self.session.sparkContext.setLocalProperty(SCHEDULER_POOL_PROPERTY, self.pool)
+
+    def give_back(self) -> None:
+        """Return the session to the pool (once); the thread falls back to the process's."""
+        if not self.open:
+            return
+        self.open = False
+        if getattr(_bound, "held", None) is self:
+            _bound.held = None
+        with _lock:
+            _free.append((self.session, self.pool))
+
+
+def hold(process_session: Any) -> HeldSession:
+    """A session for a connection opening now, bound to the calling thread.
+
+    Parameters
+    ----------
+    process_session : SparkSession
+        The process's session (:func:`hashcdc.runtime.project.session_with`): handed out
+        when free, the parent of siblings otherwise.
+
+    """
+    with _lock:
+        _forget_stopped(process_session)
+        if _free:
+            session, pool = _free.pop()
+        elif not _made:
+            session, pool = process_session, "hashcdc-0"
+        else:
+            session, pool = _sibling(process_session), f"hashcdc-{len(_made)}"
+        _made[pool] = session
+    # A node that failed before its post-hook left its commit setting behind.
+    session.conf.unset(COMMIT_METADATA_SETTING)
+    held = HeldSession(session, pool)
+    held.bind()
+    return held
+
+
+def thread_session() -> Any:
+    """The calling thread's session: its open connection's, else the process's."""
+    held = getattr(_bound, "held", None)
+    if held is not None and held.open:
+        return held.session
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.getOrCreate()
+
+
+def _sibling(process_session: Any) -> Any:
+    sibling = process_session.newSession()
+    conf = process_session.conf
+    for key, value in conf.getAll.items():
+        if key != COMMIT_METADATA_SETTING and conf.isModifiable(key):
+            sibling.conf.set(key, value)
+    sibling.catalog.setCurrentDatabase(process_session.catalog.currentDatabase())
+    return sibling
+
+
+def _forget_stopped(process_session: Any) -> None:
+    """Drop the sessions of a Spark context since stopped (a new one starts afresh)."""
+    if _made and next(iter(_made.values())).sparkContext is not process_session.sparkContext:
+        _made.clear()
+        _free.clear()
+
+
+@contextlib.contextmanager
+def node_session(process_session: Any) -> Iterator[Any]:
+    """The calling thread's held session, or one held for the block when it holds none."""
+    held = getattr(_bound, "held", None)
+    if held is not None and held.open:
+        yield held.session
+        return
+    held = hold(process_session)
+    try:
+        yield held.session
+    finally:
+        held.give_back()
