@@ -97,7 +97,7 @@ class HashcdcConnectionManager(SparkConnectionManager):
             process_session = session_with(connection.credentials.server_side_parameters)
         except HashcdcError as exc:
             raise FailedToConnectError(str(exc)) from None
-        connection.handle = _HeldSessionConnection(hold(process_session))
+        connection.handle = _HeldSessionConnection(hold(process_session, connection.name))
         connection.state = ConnectionState.OPEN
         return connection
 

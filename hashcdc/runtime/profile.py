@@ -2,10 +2,13 @@
 
 The run's SparkSession writes Spark's event log (``spark.eventLog.*``, switched on by the
 ``HASHCDC_EVENT_LOG`` variable of ``profiles/profiles.yml``); after dbt finishes, every
-completed Spark stage is attributed to the dbt node whose execution window contains the
-stage's submission, and printed with its duration, tasks and bytes read, shuffled and
-written. The event log is Spark's documented, stable JSON format, and it works the same on
-the embedded Spark and on a cluster.
+Spark job and its stages are attributed to the dbt node that submitted them — named in the
+job's local property ``hashcdc.node``, which a node's connection sets on its thread
+(:mod:`hashcdc.runtime.sessions`), so nodes running side by side on dbt's threads are told
+apart — or else to the node whose execution window contains the job's submission; each
+stage is printed with its duration, tasks and bytes read, shuffled and written. The event
+log is Spark's documented, stable JSON format, and it works the same on the embedded Spark
+and on a cluster.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from typing import Any
 
 MIB = 2**20
 STAGES_SHOWN_PER_NODE = 5
+# The Spark local property naming the dbt node (its unique id) a thread runs.
+NODE_PROPERTY = "hashcdc.node"
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,9 @@ class SparkJob:
     job_id: int
     submitted_ms: int
     description: str = ""
+    # The dbt node's unique id from the job's local properties ('' when none was set).
+    node: str = ""
+    stage_ids: tuple[int, ...] = ()
 
 
 @dataclass
@@ -77,6 +85,7 @@ class NodeProfile:
     seconds: float
     started_ms: int
     completed_ms: int
+    unique_id: str = ""
     stages: list[SparkStage] = field(default_factory=list)
     jobs: list[SparkJob] = field(default_factory=list)
 
@@ -120,7 +129,13 @@ def _stage(info: dict[str, Any]) -> SparkStage:
 def _job(event: dict[str, Any]) -> SparkJob:
     properties = event.get("Properties") or {}
     description = properties.get("spark.job.description") or properties.get("callSite.short", "")
-    return SparkJob(int(event["Job ID"]), int(event["Submission Time"]), str(description))
+    return SparkJob(
+        int(event["Job ID"]),
+        int(event["Submission Time"]),
+        str(description),
+        str(properties.get(NODE_PROPERTY) or ""),
+        tuple(int(stage) for stage in event.get("Stage IDs") or ()),
+    )
 
 
 def read_event_log(event_log: Path, since_ms: int = 0) -> tuple[list[SparkStage], list[SparkJob]]:
@@ -163,6 +178,7 @@ def node_profiles(dbt_result: Any) -> list[NodeProfile]:
                 seconds=node_result.execution_time,
                 started_ms=min(_epoch_ms(t.started_at) for t in windows),
                 completed_ms=max(_epoch_ms(t.completed_at) for t in windows),
+                unique_id=node_result.node.unique_id,
             )
         )
     return profiles
@@ -175,21 +191,27 @@ def _owner(nodes: list[NodeProfile], submitted_ms: int) -> NodeProfile | None:
 def attribute(
     nodes: list[NodeProfile], stages: list[SparkStage], jobs: Sequence[SparkJob] = ()
 ) -> tuple[list[SparkStage], list[SparkJob]]:
-    """Put each stage and job under the node running when it was submitted.
+    """Put each job and stage under the node that submitted it.
 
-    Returns the stages and jobs no node was running for (dbt's own queries between nodes).
+    The node a job names (``hashcdc.node``; a stage is its job's), else the node running
+    when it was submitted. Returns the stages and jobs of no node (dbt's own queries
+    between nodes).
     """
+    by_id = {node.unique_id: node for node in nodes if node.unique_id}
+    stage_owners: dict[int, NodeProfile] = {}
+    outside: list[SparkJob] = []
+    for job in sorted(jobs, key=lambda j: j.submitted_ms):
+        owner = by_id.get(job.node) or _owner(nodes, job.submitted_ms)
+        (outside if owner is None else owner.jobs).append(job)
+        if owner is not None and job.node in by_id:
+            stage_owners.update(dict.fromkeys(job.stage_ids, owner))
     unattributed: list[SparkStage] = []
     for stage in sorted(stages, key=lambda s: s.submitted_ms):
-        owner = _owner(nodes, stage.submitted_ms)
+        owner = stage_owners.get(stage.stage_id) or _owner(nodes, stage.submitted_ms)
         if owner is None:
             unattributed.append(stage)
         else:
             owner.stages.append(stage)
-    outside: list[SparkJob] = []
-    for job in sorted(jobs, key=lambda j: j.submitted_ms):
-        owner = _owner(nodes, job.submitted_ms)
-        (outside if owner is None else owner.jobs).append(job)
     return unattributed, outside
 
 

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from hashcdc.runtime.profile import NODE_PROPERTY
 from hashcdc.state.versions import COMMIT_METADATA_SETTING
 
 # Local property naming the FAIR scheduler pool of a thread's jobs.
@@ -46,10 +47,12 @@ class HeldSession:
         self.pool = pool
         self.open = True
 
-    def bind(self) -> None:
-        """Make it the calling thread's session; its jobs go to its scheduler pool."""
+    def bind(self, node: str | None = None) -> None:
+        """Make it the calling thread's session; its jobs go to its pool, named for ``node``."""
         _bound.held = self
-        self.session.sparkContext.setLocalProperty(SCHEDULER_POOL_PROPERTY, self.pool)
+        context = self.session.sparkContext
+        context.setLocalProperty(SCHEDULER_POOL_PROPERTY, self.pool)
+        context.setLocalProperty(NODE_PROPERTY, node)
 
     def give_back(self) -> None:
         """Return the session to the pool (once); the thread falls back to the process's."""
@@ -58,11 +61,12 @@ class HeldSession:
         self.open = False
         if getattr(_bound, "held", None) is self:
             _bound.held = None
+            self.session.sparkContext.setLocalProperty(NODE_PROPERTY, None)
         with _lock:
             _free.append((self.session, self.pool))
 
 
-def hold(process_session: Any) -> HeldSession:
+def hold(process_session: Any, node: str | None = None) -> HeldSession:
     """A session for a connection opening now, bound to the calling thread.
 
     Parameters
@@ -70,6 +74,9 @@ def hold(process_session: Any) -> HeldSession:
     process_session : SparkSession
         The process's session (:func:`hashcdc.runtime.project.session_with`): handed out
         when free, the parent of siblings otherwise.
+    node : str, optional
+        What the connection runs (dbt names a node's connection by the node's unique id):
+        the thread's jobs carry it.
 
     """
     with _lock:
@@ -84,7 +91,7 @@ def hold(process_session: Any) -> HeldSession:
     # A node that failed before its post-hook left its commit setting behind.
     session.conf.unset(COMMIT_METADATA_SETTING)
     held = HeldSession(session, pool)
-    held.bind()
+    held.bind(node)
     return held
 
 
