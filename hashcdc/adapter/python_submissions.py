@@ -28,7 +28,8 @@ class SessionPythonJobHelper(PythonJobHelper):
 
     def submit(self, compiled_code: str) -> None:
         """Execute the compiled model; input errors surface as one clear dbt error."""
-        with node_session(session_with(self.credentials.server_side_parameters)) as spark:
+        process_session = session_with(self.credentials.server_side_parameters)
+        with node_session(process_session, self.parsed_model.get("unique_id")) as spark:
             self._execute(compiled_code, spark)
 
     def _execute(self, compiled_code: str, spark: Any) -> None:

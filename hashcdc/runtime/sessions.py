@@ -123,13 +123,13 @@ def _forget_stopped(process_session: Any) -> None:
 
 
 @contextlib.contextmanager
-def node_session(process_session: Any) -> Iterator[Any]:
-    """The calling thread's held session, or one held for the block when it holds none."""
+def node_session(process_session: Any, node: str | None = None) -> Iterator[Any]:
+    """The calling thread's held session, or one held for the block (for ``node``)."""
     held = getattr(_bound, "held", None)
     if held is not None and held.open:
         yield held.session
         return
-    held = hold(process_session)
+    held = hold(process_session, node)
     try:
         yield held.session
     finally:
