@@ -9,6 +9,8 @@ So each open dbt connection (one per dbt thread at a time) holds a session of it
 process's session when it is free, otherwise a sibling (``newSession``: the same Spark
 context, metastore, cache and global temporary views; its own settings, current database
 and temporary views). A sibling starts with the process session's settings and database.
+A session given back makes the others resolve tables again: each keeps the tables it read
+with their files, and a write refreshes the writer's alone.
 Sessions go back to a pool when their connection closes and are handed out again: Spark
 4.0.1 never frees a session (SPARK-54753), so a process has at most as many as dbt ever
 ran threads at once. Each session's jobs go to a FAIR scheduler pool of its own, so one
@@ -64,6 +66,12 @@ class HeldSession:
             self.session.sparkContext.setLocalProperty(NODE_PROPERTY, None)
         with _lock:
             _free.append((self.session, self.pool))
+            others = [session for session in _made.values() if session is not self.session]
+        # Each session keeps the tables it resolved, with their file listings, and a write
+        # refreshes the writer's alone: a parquet table (rejects, changelog) rewritten here
+        # would be read from files since deleted in the others.
+        for session in others:
+            forget_resolved_tables(session)
 
 
 def hold(process_session: Any, node: str | None = None) -> HeldSession:
@@ -90,6 +98,10 @@ def hold(process_session: Any, node: str | None = None) -> HeldSession:
         _made[pool] = session
     # A node that failed before its post-hook left its commit setting behind.
     session.conf.unset(COMMIT_METADATA_SETTING)
+    if session is not process_session:
+        # hashcdc's own code writes in the process's session outside any connection
+        # (retention, the audit): a sibling reads those tables anew.
+        forget_resolved_tables(session)
     held = HeldSession(session, pool)
     held.bind(node)
     return held
@@ -103,6 +115,11 @@ def thread_session() -> Any:
     from pyspark.sql import SparkSession
 
     return SparkSession.builder.getOrCreate()
+
+
+def forget_resolved_tables(session: Any) -> None:
+    """Make ``session`` resolve every table again (metastore entry, files) on its next read."""
+    session._jsparkSession.sessionState().catalog().invalidateAllCachedTables()  # noqa: SLF001
 
 
 def _sibling(process_session: Any) -> Any:
