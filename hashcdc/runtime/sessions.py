@@ -8,7 +8,8 @@ another of dbt's threads would commit with that date, or without one after the r
 So each open dbt connection (one per dbt thread at a time) holds a session of its own: the
 process's session when it is free, otherwise a sibling (``newSession``: the same Spark
 context, metastore, cache and global temporary views; its own settings, current database
-and temporary views). A sibling starts with the process session's settings and database.
+and temporary views). A sibling starts with the process session's settings, and is handed
+out in the process session's current database.
 A session given back makes the others resolve tables again: each keeps the tables it read
 with their files, and a write refreshes the writer's alone.
 Sessions go back to a pool when their connection closes and are handed out again: Spark
@@ -90,7 +91,11 @@ def hold(process_session: Any, node: str | None = None) -> HeldSession:
     with _lock:
         _forget_stopped(process_session)
         if _free:
-            session, pool = _free.pop()
+            # The process's session first: on one thread every node runs in it, as
+            # without the pool, and siblings stay idle.
+            ordered = sorted(_free, key=lambda entry: entry[0] is process_session)
+            session, pool = ordered[-1]
+            _free.remove((session, pool))
         elif not _made:
             session, pool = process_session, "hashcdc-0"
         else:
@@ -99,6 +104,11 @@ def hold(process_session: Any, node: str | None = None) -> HeldSession:
     # A node that failed before its post-hook left its commit setting behind.
     session.conf.unset(COMMIT_METADATA_SETTING)
     if session is not process_session:
+        # The process's session may have moved to another database since (a command of
+        # another project in the same process).
+        database = process_session.catalog.currentDatabase()
+        if session.catalog.currentDatabase() != database:
+            session.catalog.setCurrentDatabase(database)
         # hashcdc's own code writes in the process's session outside any connection
         # (retention, the audit): a sibling reads those tables anew.
         forget_resolved_tables(session)

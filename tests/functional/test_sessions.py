@@ -19,6 +19,18 @@ def dates(session: Any, table: str) -> list[tuple[str, int]]:
 
 def test_a_table_rewritten_in_a_sibling_reads_anew_in_the_others(spark: Any) -> None:
     table = "sessions_rewritten"
+    # A sibling made (or last handed out) while the process's session was in another
+    # database is handed out in the process's current one.
+    home = spark.catalog.currentDatabase()
+    spark.sql("create database if not exists sessions_elsewhere")
+    spark.catalog.setCurrentDatabase("sessions_elsewhere")
+    try:
+        first, second = hold(spark), hold(spark)
+        assert second.session.catalog.currentDatabase() == "sessions_elsewhere"
+        second.give_back()
+        first.give_back()
+    finally:
+        spark.catalog.setCurrentDatabase(home)
     spark.sql(f"drop table if exists {table}")
     spark.sql(f"create table {table} (v int, d date) using parquet partitioned by (d)")
     spark.sql(f"insert into {table} values (1, date'2024-03-01'), (2, date'2024-03-02')")
@@ -48,10 +60,13 @@ def test_a_table_rewritten_in_a_sibling_reads_anew_in_the_others(spark: Any) -> 
     assert dates(second.session, table) == [("2024-03-02", 3)]
     second.give_back()
     spark.sql(f"insert overwrite table {table} partition (d) values (4, date'2024-03-02')")
-    again = hold(spark)
+    first, again = hold(spark), hold(spark)
     try:
-        assert again.session is second.session
+        # The process's session is handed out first, the sibling after it.
+        assert first.session is spark and again.session is second.session
         assert dates(again.session, table) == [("2024-03-02", 4)]
     finally:
         again.give_back()
+        first.give_back()
     spark.sql(f"drop table {table}")
+    spark.sql("drop database sessions_elsewhere")
