@@ -72,7 +72,7 @@ class HeldSession:
         # refreshes the writer's alone: a parquet table (rejects, changelog) rewritten here
         # would be read from files since deleted in the others.
         for session in others:
-            forget_resolved_tables(session)
+            _forget_resolved_tables(session)
 
 
 def hold(process_session: Any, node: str | None = None) -> HeldSession:
@@ -93,9 +93,9 @@ def hold(process_session: Any, node: str | None = None) -> HeldSession:
         if _free:
             # The process's session first: on one thread every node runs in it, as
             # without the pool, and siblings stay idle.
-            ordered = sorted(_free, key=lambda entry: entry[0] is process_session)
-            session, pool = ordered[-1]
-            _free.remove((session, pool))
+            entry = next((e for e in _free if e[0] is process_session), _free[-1])
+            _free.remove(entry)
+            session, pool = entry
         elif not _made:
             session, pool = process_session, "hashcdc-0"
         else:
@@ -111,7 +111,7 @@ def hold(process_session: Any, node: str | None = None) -> HeldSession:
             session.catalog.setCurrentDatabase(database)
         # hashcdc's own code writes in the process's session outside any connection
         # (retention, the audit): a sibling reads those tables anew.
-        forget_resolved_tables(session)
+        _forget_resolved_tables(session)
     held = HeldSession(session, pool)
     held.bind(node)
     return held
@@ -127,7 +127,7 @@ def thread_session() -> Any:
     return SparkSession.builder.getOrCreate()
 
 
-def forget_resolved_tables(session: Any) -> None:
+def _forget_resolved_tables(session: Any) -> None:
     """Make ``session`` resolve every table again (metastore entry, files) on its next read."""
     session._jsparkSession.sessionState().catalog().invalidateAllCachedTables()  # noqa: SLF001
 
@@ -138,7 +138,6 @@ def _sibling(process_session: Any) -> Any:
     for key, value in conf.getAll.items():
         if key != COMMIT_METADATA_SETTING and conf.isModifiable(key):
             sibling.conf.set(key, value)
-    sibling.catalog.setCurrentDatabase(process_session.catalog.currentDatabase())
     return sibling
 
 
