@@ -176,7 +176,25 @@ def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("hashcdc_session")
     os.environ.update(scratch_project(REPO, root))
     os.environ.update({"HASHCDC_LOCAL_MASTER": "local[2]", "HASHCDC_SHUFFLE_PARTITIONS": "2"})
+    on_fallback_path(root / "profiles" / "profiles.yml")
     return root
+
+
+# Hive's metastore answers a partition filter by direct SQL and falls back to JDO when that
+# fails (at a client, a 100-table date); JDO serves no filter on a date column. The suite
+# runs on the fallback path, so a date filter that reaches the metastore fails in a test.
+FALLBACK_PATH = "spark.hadoop.hive.metastore.try.direct.sql"
+SPARK_SETTINGS = "          spark.sql.sources.partitionOverwriteMode: dynamic\n"
+
+
+def on_fallback_path(profiles: Path) -> None:
+    """Turn the metastore's direct SQL off in a profile's Spark settings (every target)."""
+    text = profiles.read_text(encoding="utf-8")
+    assert SPARK_SETTINGS in text, f"{profiles}: the Spark settings moved; update conftest.py"
+    profiles.write_text(
+        text.replace(SPARK_SETTINGS, f'{SPARK_SETTINGS}          {FALLBACK_PATH}: "false"\n'),
+        encoding="utf-8",
+    )
 
 
 # A new project's own files, which a test's project copies from the session's.

@@ -65,9 +65,9 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_compact(args: argparse.Namespace) -> int:
-    """Compact the states and histories (OPTIMIZE); drop the files of versions not kept."""
+    """Compact the states and dated tables (OPTIMIZE); drop the files of versions not kept."""
     # deferred: Spark's modules load only for the commands that use them
-    from hashcdc.pipeline.evolution.upgrade import history_tables, state_tables
+    from hashcdc.pipeline.evolution.upgrade import dated_tables, state_tables
     from hashcdc.state.audit import state_dates_kept
     from hashcdc.state.maintenance import compact
 
@@ -80,7 +80,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
     schema = profile_output(project_dir, args.target)["schema"]
     with table_locks(spark, sorted(names)):
         for table in (t for t in configs if t.name in names):
-            for name in state_tables(schema, table) + history_tables(schema, table):
+            for name in state_tables(schema, table) + dated_tables(schema, table):
                 print(f"{name}: compacting", flush=True)
                 done = compact(spark, name, kept)
                 print(done.summary() if done else f"{name}: not a Delta table yet", flush=True)

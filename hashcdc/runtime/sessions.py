@@ -69,7 +69,7 @@ class HeldSession:
             _free.append((self.session, self.pool))
             others = [session for session in _made.values() if session is not self.session]
         # Each session keeps the tables it resolved, with their file listings, and a write
-        # refreshes the writer's alone: a parquet table (rejects, changelog) rewritten here
+        # refreshes the writer's alone: a parquet table (the run audit) rewritten here
         # would be read from files since deleted in the others.
         for session in others:
             _forget_resolved_tables(session)

@@ -1,11 +1,22 @@
 {% macro delete_expired_dates(relation, retention_days) %}
-    {#- Post-hook of a Delta history: delete the dates older than `retention_days` days
-        before the date being run, in one commit (a partition's files are dropped, none
-        rewritten). Counted from the business date, as drop_expired_partitions; the
+    {#- Post-hook of a table of dated rows (a history, changelog or rejects): delete the
+        dates older than `retention_days` days before the date being run, in one commit (a
+        partition's files are dropped, none rewritten). Counted from the business date, not
+        the clock, so that a replay or a late run keeps what the original run kept; the
         files go with the VACUUM of compact_by_policy. -#}
     {%- if not execute or hashcdc.is_replay() -%}
         {{ return('') }}
     {%- endif -%}
     {%- set oldest_kept = hashcdc.oldest_kept_date(retention_days) -%}
     {{ return("delete from " ~ relation ~ " where business_date < date'" ~ oldest_kept ~ "'") }}
+{% endmacro %}
+
+
+{% macro oldest_kept_date(retention_days) %}
+    {#- The oldest business date a retention of `retention_days` days keeps, counted back
+        from the date being run (YYYY-MM-DD). -#}
+    {{ return((
+        modules.datetime.date.fromisoformat(hashcdc.business_date())
+        - modules.datetime.timedelta(days=retention_days | int)
+    ).isoformat()) }}
 {% endmacro %}

@@ -93,17 +93,19 @@ def test_a_parquet_state_and_history_are_upgraded_by_the_next_run(project: Any) 
     spark.sql(f"drop table {state}")
     spark.sql(f"alter table {state}_old rename to {state}")
     assert spark.sql(f"show partitions {state}").count() == 2
-    # And the history of that release: a parquet table, one partition per date.
-    spark.sql(
-        f"create table {history}_old using parquet partitioned by (business_date) "
-        f"as select * from {history}"
-    )
-    spark.sql(f"drop table {history}")
-    spark.sql(f"alter table {history}_old rename to {history}")
+    # And its history and rejects: parquet tables, one partition per date.
+    rejects = f"{NAME}_rejects"
+    for dated in (history, rejects):
+        spark.sql(
+            f"create table {dated}_old using parquet partitioned by (business_date) "
+            f"as select * from {dated}"
+        )
+        spark.sql(f"drop table {dated}")
+        spark.sql(f"alter table {dated}_old rename to {dated}")
 
     assert cli(project, "run", "--date", DATES[2], "--select", NAME) == 0
     assert [v.business_date for v in applied_versions(spark, state)] == list(DATES[1:])
-    assert is_delta(spark, history)
+    assert is_delta(spark, history) and is_delta(spark, rejects)
     assert [v.business_date for v in applied_versions(spark, history)] == list(DATES[1:])
     assert cli(project, "upgrade") == 0
 

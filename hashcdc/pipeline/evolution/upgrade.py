@@ -7,12 +7,14 @@ keep their columns, operation and dates; a change feed's W and A rows are kept; 
 records the date's operation counts, as the new states do. The copy is made beside the
 table, then swapped in under its name with the same crash-safe rename sequence as a
 schema rewrite (:func:`hashcdc.pipeline.evolution.tables._finish_rewrite` completes a
-swap a killed run left half-way). Rejects and changelog tables keep their layout: nothing
-to convert.
+swap a killed run left half-way).
 
-Until issue 42 a history was a parquet table partitioned by ``business_date``; it becomes
-a Delta table (:func:`upgrade_history`) with the same rows and partitioning, by the same
-copy and swap, so a rerun replaces a date's rows in one commit that readers see whole.
+Until issue 42 a history was a parquet table partitioned by ``business_date``, and until
+issue 41 the rejects and changelog tables were too; each becomes a Delta table
+(:func:`upgrade_dated_table`) with the same rows and partitioning, by the same copy and
+swap, so a rerun replaces a date's rows in one commit that readers see whole, and a
+date's rows are found from the table's log, not from the metastore's partitions (whose
+filter by date Hive's fallback path cannot serve: issue 41).
 
 Until issue 42 timestamps were written as parquet's INT96 (Spark's default), which other
 readers get wrong for dates far from today (delta-rs and pyarrow wrap them around, polars
@@ -29,6 +31,8 @@ from __future__ import annotations
 
 import sys
 from typing import Any
+
+from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
 from hashcdc.dates import partition_dates
@@ -53,6 +57,8 @@ from hashcdc.state.versions import (
 )
 
 LIVE_OPERATIONS = ("I", "U", "N", "X")
+# The latest snapshot of a parquet state being upgraded (a temporary view of the session).
+SNAPSHOT_VIEW = "hashcdc_upgraded_snapshot"
 
 
 def state_tables(schema: str, table: TableConfig) -> list[str]:
@@ -61,10 +67,19 @@ def state_tables(schema: str, table: TableConfig) -> list[str]:
     return [relations.state, *([relations.sensitive_state] if table.sensitive_columns else [])]
 
 
-def history_tables(schema: str, table: TableConfig) -> list[str]:
-    """The history tables of a table config (main, and sensitive when it has such columns)."""
+def dated_tables(schema: str, table: TableConfig) -> list[str]:
+    """The tables of dated rows of a table config, one partition per business date.
+
+    Its histories (main, and sensitive when it has such columns), its rejects, and its
+    changelog when it keeps one.
+    """
     relations = table.relations.in_schema(schema)
-    return [relations.history, *([relations.sensitive_history] if table.sensitive_columns else [])]
+    return [
+        relations.history,
+        *([relations.sensitive_history] if table.sensitive_columns else []),
+        relations.rejects,
+        *([relations.changelog] if table.changelog else []),
+    ]
 
 
 def _swap_in_delta_copy(
@@ -105,7 +120,19 @@ def upgrade_state(spark: Any, state: str) -> str | None:
     if not dates:
         return None
     latest = dates[-1]
-    snapshot = f"(select * from {state} where business_date = date'{latest}')"
+    # The latest snapshot's files are read from its partition's folder, not through a date
+    # filter sent to the metastore: Hive's fallback path (JDO) serves none (issue 41).
+    described = spark.sql(
+        f"describe table extended {state} partition (business_date = '{latest}')"
+    ).collect()
+    # The partition's Location comes first; the table's own follows under "Storage".
+    location = next(row[1] for row in described if row[0] == "Location")
+    files = spark.read.parquet(location)
+    # Spark may infer the folder's business_date (as a partition of the path) or not.
+    files.withColumn("business_date", F.lit(latest).cast("date")).createOrReplaceTempView(
+        SNAPSHOT_VIEW
+    )
+    snapshot = SNAPSHOT_VIEW
     names = [f.name for f in spark.table(state).schema.fields]
     columns = ", ".join(f"`{name}`" for name in names)
     watermark_values = ", ".join(
@@ -126,25 +153,28 @@ def upgrade_state(spark: Any, state: str) -> str | None:
     )
     properties = own_properties(spark, state) | state_properties(HASH_ALGORITHM_VERSION)
     listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
-    _swap_in_delta_copy(spark, state, f"tblproperties ({listed})", select, latest)
+    try:
+        _swap_in_delta_copy(spark, state, f"tblproperties ({listed})", select, latest)
+    finally:
+        spark.catalog.dropTempView(SNAPSHOT_VIEW)
     return latest
 
 
-def upgrade_history(spark: Any, history: str) -> bool:
-    """Convert one parquet history to a Delta history; returns whether it did.
+def upgrade_dated_table(spark: Any, table: str) -> bool:
+    """Convert one parquet table of dated rows to a Delta table; returns whether it did.
 
     Every row is kept, in a Delta table partitioned by ``business_date`` whose first
     commit carries the latest date (it holds every date up to it); the copy is written
     with INT64 timestamps. Nothing to do when the table is missing or already Delta.
     """
-    if not spark.catalog.tableExists(history) or is_delta(spark, history):
+    if not spark.catalog.tableExists(table) or is_delta(spark, table):
         return False
-    dates = partition_dates(spark, history)
+    dates = partition_dates(spark, table)
     latest = dates[-1] if dates else None
-    properties = own_properties(spark, history) | history_properties()
+    properties = own_properties(spark, table) | history_properties()
     listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
     clauses = f"partitioned by (business_date) tblproperties ({listed})"
-    _swap_in_delta_copy(spark, history, clauses, f"select * from {history}", latest)
+    _swap_in_delta_copy(spark, table, clauses, f"select * from {table}", latest)
     return True
 
 
@@ -192,9 +222,9 @@ def rewrite_int96(spark: Any, table: str) -> bool:
 def upgrade_states(spark: Any, schema: str, table: TableConfig) -> list[str]:
     """Upgrade a table's tables, saying so in one line each; returns their names.
 
-    A parquet state becomes a Delta state (:func:`upgrade_state`), a parquet history a
-    Delta history (:func:`upgrade_history`); every table whose files hold INT96
-    timestamps is rewritten with INT64 ones (:func:`rewrite_int96`).
+    A parquet state becomes a Delta state (:func:`upgrade_state`), a parquet history,
+    rejects or changelog a Delta table (:func:`upgrade_dated_table`); every table whose
+    files hold INT96 timestamps is rewritten with INT64 ones (:func:`rewrite_int96`).
     """
     upgraded = []
     for state in state_tables(schema, table):
@@ -207,11 +237,11 @@ def upgrade_states(spark: Any, schema: str, table: TableConfig) -> list[str]:
                 file=sys.stdout,
                 flush=True,
             )
-    for history in history_tables(schema, table):
-        if upgrade_history(spark, history):
-            upgraded.append(history)
+    for dated in dated_tables(schema, table):
+        if upgrade_dated_table(spark, dated):
+            upgraded.append(dated)
             print(
-                f"hashcdc: table '{table.name}': {history} upgraded to a Delta table "
+                f"hashcdc: table '{table.name}': {dated} upgraded to a Delta table "
                 "(every date's rows kept; INT64 timestamps)",
                 file=sys.stdout,
                 flush=True,

@@ -4,7 +4,7 @@
         materialized='incremental',
         file_format='delta',
         incremental_strategy='merge',
-        hashcdc_history=true,
+        hashcdc_dated=true,
         partition_by=['business_date'],
         full_refresh=false,
         tblproperties={'hashcdc.parquet_timestamps': 'micros'},

@@ -2,7 +2,8 @@
     How a Python model's result is written when it runs in the dbt process's
     SparkSession. Overrides dbt-spark's macro of the same name (adapter plugins that
     depend on another adapter win over it) so that:
-      - the default file format is parquet, not delta;
+      - the default file format is parquet, not delta, and an incremental model's
+        temporary copy is parquet in any case;
       - `buckets` and `clustered_by` are honoured (bucketed parquet, no shuffle needed:
         each task writes its rows into every bucket's file), and so is `partition_by`
         (incremental Python models: dbt-spark's materialization then inserts the
@@ -47,7 +48,10 @@ if not spark.catalog.tableExists("{{ target_relation }}"):
         if _fs.exists(_orphan):
             _fs.delete(_orphan, True)
 
-writer = df.write.mode("errorifexists").format("{{ config.get('file_format', 'parquet') }}")
+{#- The incremental materialization's temporary copy (`__dbt_tmp`) is read once and
+    dropped: parquet, whatever the model's format (a Delta table would add a log to it). #}
+{%- set file_format = 'parquet' if target_relation.identifier.endswith('__dbt_tmp') else config.get('file_format', 'parquet') %}
+writer = df.write.mode("errorifexists").format("{{ file_format }}")
 {%- set buckets = config.get('buckets') %}
 {%- set clustered_by = config.get('clustered_by') %}
 {%- if buckets and clustered_by %}
