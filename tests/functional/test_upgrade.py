@@ -43,6 +43,17 @@ def cli(project: Any, *args: str) -> int:
     return main(["--project-dir", str(project.root), *args])
 
 
+def as_parquet(spark: Any, table: str) -> None:
+    """Make a table what a release before issue 42 (or 41) wrote: parquet, one partition
+    per date, in the session's current timestamp type."""
+    spark.sql(
+        f"create table {table}_old using parquet partitioned by (business_date) "
+        f"as select * from {table}"
+    )
+    spark.sql(f"drop table {table}")
+    spark.sql(f"alter table {table}_old rename to {table}")
+
+
 def old_layout_select(state: str, version: int, business_date: str, history: str) -> str:
     """A date's partition as the parquet layout held it: the state with that date's
     operations (N where the date did not touch the key), and its deleted keys as D rows."""
@@ -96,12 +107,7 @@ def test_a_parquet_state_and_history_are_upgraded_by_the_next_run(project: Any) 
     # And its history and rejects: parquet tables, one partition per date.
     rejects = f"{NAME}_rejects"
     for dated in (history, rejects):
-        spark.sql(
-            f"create table {dated}_old using parquet partitioned by (business_date) "
-            f"as select * from {dated}"
-        )
-        spark.sql(f"drop table {dated}")
-        spark.sql(f"alter table {dated}_old rename to {dated}")
+        as_parquet(spark, dated)
 
     assert cli(project, "run", "--date", DATES[2], "--select", NAME) == 0
     assert [v.business_date for v in applied_versions(spark, state)] == list(DATES[1:])
@@ -192,7 +198,6 @@ def test_the_lake_reads_the_same_in_duckdb_polars_and_delta_rs(project: Any, cap
     upgraded; after more dates, a rerun (a RESTORE in the state's log) and a compaction,
     DuckDB, polars and delta-rs — in a process without Spark — read current, history and
     the state and history as of every date as `hashcdc query` does."""
-    from hashcdc.pipeline.evolution.tables import rewrite_parquet
     from hashcdc.pipeline.evolution.upgrade import _is_int96
 
     name = "lake"
@@ -227,7 +232,7 @@ def test_the_lake_reads_the_same_in_duckdb_polars_and_delta_rs(project: Any, cap
         spark.table(state).write.format("delta").mode("overwrite").option(
             "dataChange", "false"
         ).save(locations[state])
-        rewrite_parquet(spark, history, [f"`{c}`" for c in spark.table(history).columns])
+        as_parquet(spark, history)
     finally:
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     spark.sql(f"alter table {state} unset tblproperties ('hashcdc.parquet_timestamps')")

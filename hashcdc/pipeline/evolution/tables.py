@@ -7,10 +7,10 @@ finds its tables in the config's shape:
 * a column the tables lack is added (``ALTER TABLE ... ADD COLUMNS``: metadata only;
   older files read it as null), also hashcdc's own columns a release adds (``seen_date``);
 * a renamed column, a widened type and a column added to the changelog's images need
-  the table rewritten, since Spark cannot change a column's name or type in place (for
-  tables other than Delta's): the table is copied with the new shape beside it and
-  swapped in by two renames. A run killed half-way leaves either the old table or the new
-  one complete, and the next run finishes or discards the copy (:func:`_finish_rewrite`);
+  the table rewritten: every persisted table is a Delta table (the stage upgrades an
+  earlier release's parquet ones first), replaced with the new shape in one commit that
+  keeps its versions. A copy-and-swap an earlier release (or the upgrade's) left half-way
+  is finished or discarded by the next run (:func:`_finish_rewrite`);
 * a state table whose bucket count differs from the config's ``buckets`` is rewritten
   into the new count the same way (docs/performance.md#file-layout);
 * a narrowing or an incompatible change, or a sensitive column still stored in a main
@@ -44,7 +44,6 @@ from hashcdc.state.versions import (
     ADDED_PROPERTY_PREFIX,
     applied_versions,
     history_properties,
-    is_delta,
     own_properties,
     replace_delta,
     state_properties,
@@ -209,10 +208,9 @@ def evolve_tables(spark: SparkSession, schema: str, table: TableConfig) -> None:
         )
     for plan in plans:
         # The rewrite copies the columns the table has; the new ones are added after it.
-        if plan.rewrite and is_delta(spark, plan.table):
+        # Every persisted table is Delta here: the stage upgrades the older ones first.
+        if plan.rewrite:
             _replace_delta(spark, plan.table, plan.rewrite)
-        elif plan.rewrite:
-            rewrite_parquet(spark, plan.table, plan.rewrite)
         if plan.added:
             columns = ", ".join(f"`{name}` {data_type}" for name, data_type in plan.added.items())
             spark.sql(f"alter table {plan.table} add columns ({columns})")
@@ -326,27 +324,6 @@ def _replace_delta(spark: SparkSession, table: str, select: list[str]) -> None:
     """Rewrite a Delta table with a new select list in one commit (its versions are kept)."""
     kind = state_properties(HASH_ALGORITHM_VERSION) if is_state(table) else history_properties()
     replace_delta(spark, table, select, own_properties(spark, table) | kind)
-
-
-def rewrite_parquet(spark: SparkSession, table: str, select: list[str]) -> None:
-    """Copy a parquet table with a new select list beside it, then swap it in (crash-safe)."""
-    copy, retired = table + REWRITE_SUFFIX, table + RETIRED_SUFFIX
-    catalog_columns = spark.catalog.listColumns(table)
-    partitions = [c.name for c in catalog_columns if c.isPartition]
-    properties = own_properties(spark, table)
-    clauses = ["using parquet"]
-    if partitions:
-        clauses.append(f"partitioned by ({', '.join(partitions)})")
-    if properties:
-        listed = ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
-        clauses.append(f"tblproperties ({listed})")
-    # Partition columns come last in the copy, as Spark lays out a partitioned table.
-    data = [s for s in select if not any(s == f"`{p}`" for p in partitions)]
-    columns = ", ".join(data + [f"`{p}`" for p in partitions])
-    spark.sql(f"create table {copy} {' '.join(clauses)} as select {columns} from {table}")
-    spark.sql(f"alter table {table} rename to {retired}")
-    spark.sql(f"alter table {copy} rename to {table}")
-    spark.sql(f"drop table {retired}")
 
 
 def _finish_rewrite(spark: SparkSession, table: str) -> bool:

@@ -20,8 +20,8 @@ Until issue 42 timestamps were written as parquet's INT96 (Spark's default), whi
 readers get wrong for dates far from today (delta-rs and pyarrow wrap them around, polars
 clamps them): :func:`rewrite_int96` rewrites a table's live files that hold INT96 as INT64
 microseconds, once, and records it (``hashcdc.parquet_timestamps``) so later runs skip
-the check. A Delta state is rewritten in one commit that changes no row (its versions are
-kept); a parquet table by the crash-safe copy-and-swap of a schema rewrite.
+the check. It runs after the conversions above, so every table it meets is Delta: it is
+rewritten in one commit that changes no row (its versions are kept).
 
 Runs by itself before a table's first date on the new layout (the stage calls
 :func:`upgrade_states`), or for every table with ``hashcdc upgrade``.
@@ -40,7 +40,6 @@ from hashcdc.pipeline.evolution.tables import (
     RETIRED_SUFFIX,
     REWRITE_SUFFIX,
     persisted_tables,
-    rewrite_parquet,
 )
 from hashcdc.pipeline.hashing import HASH_ALGORITHM_VERSION
 from hashcdc.state.versions import (
@@ -194,7 +193,7 @@ def _is_int96(spark: Any, path: str) -> bool:
 
 
 def rewrite_int96(spark: Any, table: str) -> bool:
-    """Rewrite a table whose live files hold INT96 timestamps; returns whether it did.
+    """Rewrite a Delta table whose live files hold INT96 timestamps; returns whether it did.
 
     Done once: the table is then marked ``hashcdc.parquet_timestamps = micros`` (as new
     states are from their creation), and the check is a property lookup after that.
@@ -207,14 +206,12 @@ def rewrite_int96(spark: Any, table: str) -> bool:
     found = "timestamp" in frame.schema.simpleString() and any(
         _is_int96(spark, path) for path in frame.inputFiles()
     )
-    if found and is_delta(spark, table):
+    if found:
         location = spark.sql(f"describe detail {table}").collect()[0]["location"]
         spark.sql(commit_metadata_statement(None))
         # One commit that changes no row (dataChange false, as a compaction): the table's
         # versions, their dates and time travel are kept.
         frame.write.format("delta").mode("overwrite").option("dataChange", "false").save(location)
-    elif found:
-        rewrite_parquet(spark, table, [f"`{name}`" for name in frame.columns])
     spark.sql(f"alter table {table} set tblproperties ('{TIMESTAMPS_PROPERTY}' = '{MICROS}')")
     return found
 
