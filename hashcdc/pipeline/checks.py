@@ -20,6 +20,7 @@ from hashcdc.errors import InputDataError
 from hashcdc.pipeline.columns import ROW_ERRORS, SOURCE_FILE
 from hashcdc.pipeline.feed import PriorState, fail_on_conflicting_events, report_skipped_events
 from hashcdc.pipeline.rejects import with_row_numbers
+from hashcdc.pipeline.session_stage import StageCounts, record_counts
 from hashcdc.pipeline.stage import state_table
 
 MAX_REPORTED_ROWS = 10
@@ -75,10 +76,24 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     """
     table = TableConfig.from_dict(dbt.config.meta_get("hashcdc_table"))
     date = dbt.business_date
+    latest_event = F.lit(None).cast("string")
+    if table.is_feed:
+        loaded_new = F.col(ROW_ERRORS).isNull() & F.col("is_new_event")
+        latest_event = F.date_format(
+            F.max(F.when(loaded_new, F.col("event_time"))), "yyyy-MM-dd HH:mm:ss.SSSSSS"
+        )
     counts = written.agg(
-        F.count(F.lit(1)).alias("rows"), F.count(ROW_ERRORS).alias("rejected")
+        F.count(F.lit(1)).alias("rows"),
+        F.count(ROW_ERRORS).alias("rejected"),
+        latest_event.alias("latest_event_at"),
     ).first()
     total, rejected = int(counts["rows"]), int(counts["rejected"])
+    # Kept with the stage: the reconcile test and the run's audit read these counts.
+    record_counts(
+        f"{dbt.this.schema}.{dbt.this.identifier}",
+        date,
+        StageCounts(total, rejected, counts["latest_event_at"]),
+    )
     if rejected:
         _check_reject_limits(spark, table, date, written, rejected, total)
     loaded = written.where(F.col(ROW_ERRORS).isNull())

@@ -45,11 +45,29 @@ SHARED_VIEWS = "global_temp"
 
 
 @dataclass(frozen=True)
+class StageCounts:
+    """A kept stage's rows as its checks counted them, for the consumers that report them.
+
+    ``latest_event_at``: a change feed's latest commit time among its new loaded events, as
+    a ``yyyy-MM-dd HH:mm:ss.SSSSSS`` text in the session's time zone (what a timestamp
+    literal of the same session reads back exactly); None for other tables, or when there
+    is none.
+    """
+
+    rows: int
+    rejected: int
+    latest_event_at: str | None = None
+
+
+@dataclass
 class _KeptStage:
     view: str
     # The persisted DataFrame (the view reads its cache: _cached_leaf).
     cached: DataFrame
     invocation: str | None
+    # Set by the stage's checks (record_counts): the reconcile test and the audit read
+    # them instead of counting the stage again.
+    counts: StageCounts | None = None
 
 
 _kept: dict[str, _KeptStage] = {}
@@ -155,6 +173,29 @@ def _cached_leaf(spark: SparkSession, cached: DataFrame) -> DataFrame:
     except Exception:  # noqa: BLE001 - py4j's (or a Connect session's) errors vary
         return cached
     return DataFrame(leaf, spark)
+
+
+def record_counts(relation: str, business_date: str, counts: StageCounts) -> None:
+    """Keep what a stage's checks counted with the stage (nothing when it is not kept)."""
+    view = view_name(relation, parse_business_date(business_date))
+    with _kept_lock:
+        kept = _kept.get(_relation_key(relation))
+        if kept is not None and kept.view == view:
+            kept.counts = counts
+
+
+def kept_counts(spark: SparkSession, relation: str, business_date: str) -> StageCounts | None:
+    """The counts of the stage this session keeps for a date, when its checks made them.
+
+    None when the stage is not kept (a consumer run without its stage model computes the
+    stage again, and counts it itself) or was kept for another date.
+    """
+    view = view_name(relation, parse_business_date(business_date))
+    with _kept_lock:
+        kept = _kept.get(_relation_key(relation))
+    if kept is None or kept.view != view or not _same_spark(kept.cached.sparkSession, spark):
+        return None
+    return kept.counts
 
 
 def release_stage(spark: SparkSession, relation: str) -> None:

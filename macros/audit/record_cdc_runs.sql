@@ -222,13 +222,26 @@
             incoming.latest_event_at,
             '{{ invocation_id }}' as invocation_id
         from (
+            {%- set stage = api.Relation.create(
+                schema=stage_result.node.schema, identifier=stage_result.node.alias) %}
+            {%- set stage_counts = hashcdc.stage_counts(stage, business_date) %}
+            {%- if stage_counts is not none %}
+            {#- As the stage's checks counted it (no second scan of the stage). #}
+            select
+                {{ stage_counts.rows }}L as rows_in,
+                {{ stage_counts.rejected }}L as rejects,
+                {%- if stage_counts.latest_event_at %}
+                timestamp'{{ stage_counts.latest_event_at }}' as latest_event_at
+                {%- else %}
+                cast(null as timestamp) as latest_event_at
+                {%- endif %}
+            {%- else %}
             select
                 count(*) as rows_in,
                 count_if(_row_errors is not null) as rejects,
                 {{ 'max(if(_row_errors is null and is_new_event, event_time, null))' if is_feed else 'cast(null as timestamp)' }} as latest_event_at
-            from {{ hashcdc.stage_relation(api.Relation.create(
-                schema=stage_result.node.schema, identifier=stage_result.node.alias),
-                business_date) }}
+            from {{ hashcdc.stage_relation(stage, business_date) }}
+            {%- endif %}
         ) as incoming
         cross join (
             {#- The counts the date's diff recorded in the W row of the state's commit. #}

@@ -13,6 +13,17 @@
 {% endmacro %}
 
 
+{% macro stage_counts(stage, business_date=none) %}
+    {#- The rows of a stage for a business date (default: the one being run) as its checks
+        counted them when the stage model kept it in this invocation: {'rows', 'rejected',
+        'latest_event_at'}; none otherwise (the consumer then counts stage_relation). -#}
+    {%- if not execute or not hashcdc._is_writing_command() -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {{ return(adapter.hashcdc_stage_counts(stage, business_date or hashcdc.business_date())) }}
+{% endmacro %}
+
+
 {% macro _stage_node(stage) %}
     {#- The graph node of the stage model a relation names. -#}
     {%- for node in graph.nodes.values() -%}

@@ -14,7 +14,12 @@ from typing import Any
 import pytest
 from oracle import Version, apply_extract
 
-from hashcdc.pipeline.session_stage import release_stage, view_name
+from hashcdc.pipeline.session_stage import (
+    StageCounts,
+    kept_counts,
+    release_stage,
+    view_name,
+)
 from hashcdc.runtime.project import table_selector
 from hashcdc.state.versions import commit_metadata_statement
 
@@ -238,6 +243,27 @@ def test_four_dates_match_the_oracle(project: Any, extract_type: str) -> None:
         project.rows(f"select 1 from {name}_history where business_date = date'{DATES[1]}'")
     )
 
+    # The incoming rows the reconcile test compares with are the stage's own, counted once
+    # by its checks: a W row that claims one insert more than the extract loaded breaks
+    # that rule (and the state's count), though the state's rows are untouched.
+    if extract_type == "full":
+        claim = (
+            f"update {name}_state set operation_counts = transform_values("
+            "operation_counts, (k, v) -> if(k = 'I', v {} 1, v)) where operation = 'W'"
+        )
+        project.spark.sql(commit_metadata_statement(DATES[-1]))
+        try:
+            project.spark.sql(claim.format("+"))
+            outcome = project.dbt("test", *table_selector([name]), business_date=DATES[-1])
+            failed = [node for node, status in outcome.statuses.items() if status == "fail"]
+            assert [node.split("_customers")[0] for node in failed] == [
+                "hashcdc_operation_counts_reconcile"
+            ], outcome.statuses
+            assert "Got 2 results" in outcome.text, outcome.text
+        finally:
+            project.spark.sql(claim.format("-"))
+            project.spark.sql(commit_metadata_statement(None))
+
     # A state that disagrees with the counts its date recorded fails the reconcile test:
     # one current row lost in a commit that claims the date.
     if extract_type == "full":
@@ -329,9 +355,13 @@ def test_the_stage_is_kept_in_the_session_and_computed_again_for_a_command_witho
     assert not spark.catalog.tableExists(stage)  # nothing of the stage is written
     view = view_name(stage, DATES[1])
     assert spark.table(view).count() == spark.table(f"{name}_current").count()
+    # Its checks counted it once; the reconcile test and the audit read those counts.
+    rows = spark.table(view).count()
+    assert kept_counts(spark, stage, DATES[1]) == StageCounts(rows, 0, None)
+    assert kept_counts(spark, stage, DATES[0]) is None  # another date: not this stage
 
     # A later process has no kept stage: `dbt test` and a rejects model run alone compute it
-    # again from the date's extract (and its tests pass on it).
+    # again from the date's extract (and its tests pass on it, counting it themselves).
     release_stage(spark, stage)
     assert not spark.catalog.tableExists(view)
     tested = project.dbt("test", "--select", f"{name}_state", business_date=DATES[1])
@@ -339,6 +369,7 @@ def test_the_stage_is_kept_in_the_session_and_computed_again_for_a_command_witho
     assert tested.success, tested.text
     assert rejects.success, rejects.text
     assert spark.table(view).count() == spark.table(f"{name}_current").count()
+    assert kept_counts(spark, stage, DATES[1]) is None
 
     # Without a date, `dbt test` checks the latest date the state holds, on its extract.
     release_stage(spark, stage)

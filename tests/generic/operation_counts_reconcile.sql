@@ -22,6 +22,7 @@
     {%- set business_date = hashcdc.business_date() -%}
 {%- endif -%}
 {%- set applied = hashcdc.applied_state_version(model, business_date) -%}
+{%- set counted = hashcdc.stage_counts(incoming, business_date) -%}
 {%- set incoming = hashcdc.stage_relation(incoming, business_date) -%}
 with
 
@@ -36,11 +37,18 @@ state_rows as (
 ),
 
 incoming_rows as (
+    {%- if counted is not none %}
+    {#- As the stage's checks counted the stage this invocation kept (no second scan). #}
+    select
+        {{ counted.rows - counted.rejected }}L as row_count,
+        {{ counted.rejected }}L as rejected_count
+    {%- else %}
     select
         count_if(_row_errors is null) as row_count,
         count_if(_row_errors is not null) as rejected_count
     from {{ incoming }}
     where business_date = date'{{ business_date }}'
+    {%- endif %}
 ),
 
 operation_counts as (
