@@ -21,7 +21,7 @@ from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
-from hashcdc.pipeline.session_stage import kept_counts, session_stage
+from hashcdc.pipeline.session_stage import StageCounts, kept_counts, session_stage
 from hashcdc.runtime.sessions import thread_session
 from hashcdc.state.maintenance import compact_if_due, deletion_vectors_by_size
 from hashcdc.state.versions import applied_versions, commit_metadata_statement, restore
@@ -135,21 +135,11 @@ class HashcdcAdapter(SparkAdapter):
     @available
     def hashcdc_stage_counts(
         self, relation: BaseRelation, business_date: str
-    ) -> dict[str, Any] | None:
-        """A kept stage's rows as its checks counted them (:func:`kept_counts`), or None.
-
-        ``{'rows', 'rejected', 'latest_event_at'}`` (the last a timestamp's text, or None).
-        """
-        counts = kept_counts(
+    ) -> StageCounts | None:
+        """A kept stage's rows as its checks counted them (:func:`kept_counts`), or None."""
+        return kept_counts(
             self._session(), f"{relation.schema}.{relation.identifier}", business_date
         )
-        if counts is None:
-            return None
-        return {
-            "rows": counts.rows,
-            "rejected": counts.rejected,
-            "latest_event_at": counts.latest_event_at,
-        }
 
     @available
     def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:

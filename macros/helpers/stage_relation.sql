@@ -15,8 +15,8 @@
 
 {% macro stage_counts(stage, business_date=none) %}
     {#- The rows of a stage for a business date (default: the one being run) as its checks
-        counted them when the stage model kept it in this invocation: {'rows', 'rejected',
-        'latest_event_at'}; none otherwise (the consumer then counts stage_relation). -#}
+        counted them when the stage model kept it in this invocation: its rows, rejected and
+        latest_event_at; none otherwise (the consumer then counts stage_relation). -#}
     {%- if not execute or not hashcdc._is_writing_command() -%}
         {{ return(none) }}
     {%- endif -%}
