@@ -7,6 +7,8 @@ cold engine start, the later dates with the engine warm, ``status`` and a small 
 warm, and the same date in a process of its own (``--no-engine``: the cost before the
 engine). Then one date of the three tables with ``--profile``: the Spark jobs of each
 table-date, from Spark's event log. Whole commands only: a figure is what a user waits.
+Beside them, the floor of a table-date on Spark and Delta without dbt
+(:mod:`hashcdc.bench.floor`): what the date's targets are measured against.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hashcdc.bench import floor
 from hashcdc.runtime.scaffold import scratch_project
 
 DATES = ("2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05")
@@ -81,6 +84,22 @@ def jobs_per_table(profile: str) -> dict[str, int]:
     return {table: jobs + round(shared / len(TABLES)) for table, jobs in per_table.items()}
 
 
+def _floor(root: Path, env: dict[str, str], output: Path) -> dict[str, Any]:
+    """The floor of a table-date on Spark and Delta (:mod:`hashcdc.bench.floor`).
+
+    In a process of its own, with the scratch project's profile.
+    """
+    result = output / "bench_floor.json"
+    subprocess.run(  # noqa: S603 - our own module
+        [sys.executable, "-m", "hashcdc.bench.floor", str(root), str(result)],
+        cwd=root,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return json.loads(result.read_text())
+
+
 def run(project_dir: Path, output: Path) -> dict[str, Any]:
     """Measure, print and return the figures (also ``<output>/bench_engine.json``)."""
     root = output / "engine_work"
@@ -118,6 +137,7 @@ def run(project_dir: Path, output: Path) -> dict[str, Any]:
         figures["no_engine_date_s"], _ = commands.timed(
             "--no-engine", "run", "--date", DATES[4], "--select", "bench_full"
         )
+        figures["floor"] = _floor(root, env, output)
     finally:
         commands.timed("engine", "stop", check=False)
     (output / "bench_engine.json").write_text(json.dumps(figures, indent=2) + "\n")
@@ -140,6 +160,10 @@ def markdown(figures: dict[str, Any]) -> str:
          f"{figures['warm_query_s']} s", "≤ 1 s"),
         *[(f"Spark jobs of a table-date: {t} ({TABLES[t]})", str(n), "≤ 15")
           for t, n in jobs.items()],
+        *[(f"the floor, no dbt ({form} form): a date's seconds, Spark jobs (median of dates "
+           f"{floor.WARM_FROM}–{floor.DATES})",
+           f"{f['date_s_median']} s, {f['jobs_median']} jobs", "—")
+          for form, f in figures.get("floor", {}).items()],
     ]  # fmt: skip
     lines = ["| what | measured | target |", "| --- | ---: | ---: |"]
     lines += [f"| {what} | {value} | {target} |" for what, value, target in rows]

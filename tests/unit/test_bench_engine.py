@@ -1,0 +1,41 @@
+"""``hashcdc bench --engine``'s report: each table's jobs from a profile, and the floor beside."""
+
+from __future__ import annotations
+
+from hashcdc.bench.engine import jobs_per_table, markdown
+
+PROFILE = """# hashcdc run profile (20.0 s in dbt, parse included; 95 Spark jobs, \
+2 of them outside any node)
+
+| dbt node | seconds | Spark jobs | Spark stages | stage seconds |
+| --- | ---: | ---: | ---: | ---: |
+| stg_bench_full | 1.00 | 6 | 6 | 0.20 |
+| bench_full_state | 2.00 | 17 | 17 | 0.80 |
+| stg_bench_delta | 1.00 | 6 | 6 | 0.20 |
+| bench_feed_state | 3.00 | 34 | 34 | 3.00 |
+| bench-on-run-end-0 | 1.00 | 4 | 4 | 0.20 |
+"""
+
+
+def test_a_table_gets_its_nodes_jobs_and_a_share_of_the_rest() -> None:
+    # The hook's 4 jobs and the 2 outside any node are shared out: 2 a table.
+    assert jobs_per_table(PROFILE) == {"bench_full": 25, "bench_delta": 8, "bench_feed": 36}
+
+
+def test_the_report_puts_the_floor_beside_the_commands() -> None:
+    figures = {
+        "cold_engine_first_date_s": 30.0,
+        "warm_date_s": [10.0, 9.0],
+        "no_engine_date_s": 35.0,
+        "warm_status_s": 0.8,
+        "warm_query_s": 0.9,
+        "jobs_per_table_date": {"bench_full": 57},
+        "floor": {
+            "merge": {"date_s_median": 2.8, "jobs_median": 23},
+            "lean": {"date_s_median": 1.45, "jobs_median": 16},
+        },
+    }
+    table = markdown(figures)
+    assert "| Spark jobs of a table-date: bench_full (full) | 57 | ≤ 15 |" in table
+    assert "no dbt (lean form)" in table and "| 1.45 s, 16 jobs |" in table
+    assert "no dbt (merge form)" in table and "| 2.8 s, 23 jobs |" in table
