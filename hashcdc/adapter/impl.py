@@ -24,7 +24,12 @@ from hashcdc.errors import HashcdcError
 from hashcdc.pipeline.session_stage import StageCounts, kept_counts, session_stage
 from hashcdc.runtime.sessions import thread_session
 from hashcdc.state.maintenance import compact_if_due, deletion_vectors_by_size
-from hashcdc.state.versions import applied_versions, commit_metadata_statement, restore
+from hashcdc.state.versions import (
+    applied_versions,
+    commit_metadata_statement,
+    restore,
+    same_shape_at,
+)
 
 # Listing a schema while another process replaces one of its tables: tries, then a
 # slower listing that tolerates it.
@@ -104,6 +109,7 @@ class HashcdcAdapter(SparkAdapter):
                 "business_date": applied.business_date,
                 "last_version": applied.last_version,
                 "is_open": applied.is_open,
+                "first_version": applied.first_version,
             }
             for applied in applied_versions(spark, table)
         ]
@@ -140,6 +146,11 @@ class HashcdcAdapter(SparkAdapter):
         return kept_counts(
             self._session(), f"{relation.schema}.{relation.identifier}", business_date
         )
+
+    @available
+    def hashcdc_same_shape_at(self, relation: BaseRelation, version: int) -> bool:
+        """Whether a table's columns and types now are those of ``version`` (``versions``)."""
+        return same_shape_at(self._session(), f"{relation.schema}.{relation.identifier}", version)
 
     @available
     def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:

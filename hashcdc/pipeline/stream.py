@@ -14,9 +14,11 @@ applied twice (events are recognised by their content, not by a stream checkpoin
 
 A date stays *open* while micro-batches apply it (its history is not written). When the
 first events of a later date land, the stream closes the open date before it applies
-them: a whole-date ``dbt build`` of the table (``hashcdc run --date`` does the same), which
-applies the date again from its files on the state of the date before and writes its
-history, tests and audit as a daily run does.
+them: a whole-date ``dbt build`` of the table (``hashcdc run --date`` does the same). It
+computes the date from its files against the date before, as a daily run does, and
+merges that on top of the micro-batches in one commit (the macro ``closes_on_top``: no
+restore, so a reader never sees the date before again); its history is the net of the
+date's commits, then its tests and audit run as a daily run's.
 """
 
 from __future__ import annotations
@@ -381,7 +383,7 @@ class Stream:
         return self._invoke("run", table, date, ["--select", *nodes, *variables])
 
     def _close(self, table: TableConfig, date: str) -> Batch:
-        """The open date as a whole: applied again from its files, its history and tests."""
+        """The open date as a whole: its tags and counts, history, tests and audit."""
         batch = self._invoke("build", table, date, table_selector([table.name]))
         self.print(batch.line(closing=True))
         return batch

@@ -100,6 +100,9 @@ class DateVersion:
     last_version: int
     # Applied by the stream's micro-batches and not closed yet (no whole-date run since).
     is_open: bool = False
+    # The first of the date's commits: the stream's micro-batches and the run that closed
+    # the date are several (the history nets them); None: ``version`` alone.
+    first_version: int | None = None
 
 
 def commit_metadata(business_date: str, reset: bool = False, micro_batch: bool = False) -> str:
@@ -185,8 +188,10 @@ def applied_from_history(history: list[dict[str, Any]]) -> list[DateVersion]:
     latest = max((int(row["version"]) for row in history), default=-1)
     ends = [first - 1 for first, _, _, _ in applied[1:]] + [latest]
     return [
-        DateVersion(version, date, end, is_open=batch)
-        for (_, version, date, batch), end in zip(applied, ends, strict=True)
+        DateVersion(
+            version, date, end, is_open=batch, first_version=first if first < version else None
+        )
+        for (first, version, date, batch), end in zip(applied, ends, strict=True)
     ]
 
 
@@ -479,6 +484,16 @@ def as_of_query(spark: Any, schema: str, sql: str, business_date: str) -> tuple[
 
 def _view_text(spark: Any, view: str) -> str:
     return str(_details(spark, view)["View Text"])
+
+
+def same_shape_at(spark: Any, table: str, version: int) -> bool:
+    """Whether ``table``'s columns and their types now are those it had at ``version``."""
+
+    def shape(schema: Any) -> list[tuple[str, str]]:
+        return [(field.name, field.dataType.simpleString()) for field in schema]
+
+    then = spark.sql(f"select * from {table} version as of {int(version)}").schema
+    return shape(spark.table(table).schema) == shape(then)
 
 
 def restore(spark: Any, table: str, version: int) -> None:

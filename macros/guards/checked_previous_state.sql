@@ -6,7 +6,9 @@
         keeping the columns and types of now: the query then reads the table as the
         restore leaves it (`last_version` none), since the previous date's own version
         may lack a column added or widened later. A micro-batch of the stream reads the
-        table as it is too: the date's earlier micro-batches stay (no restore). -#}
+        table as it is too: the date's earlier micro-batches stay (no restore). The run
+        that closes an open date on top of them (closes_on_top) reads the date before at
+        its own version. -#}
     {%- if not is_incremental() -%}
         {{ return(none) }}
     {%- endif -%}
@@ -23,7 +25,8 @@
             the table as it is. -#}
         {{ return({'business_date': none, 'version': none, 'last_version': none}) }}
     {%- endif -%}
-    {%- if previous is none or applied[-1].business_date < business_date -%}
+    {%- if previous is none or applied[-1].business_date < business_date
+          or hashcdc.closes_on_top(this, business_date) -%}
         {{ return(previous) }}
     {%- endif -%}
     {%- set restored = {} -%}

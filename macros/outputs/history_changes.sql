@@ -13,12 +13,18 @@ select * from changes
 
 
 {% macro state_changes(state, business_date, columns, images=['insert', 'update_postimage', 'delete']) %}
-{#- A select of the I, U and D rows the state's commit for `business_date` made (its
+{#- A select of the I, U and D rows the state's commits for `business_date` made (its
     change data feed: an insert or update image whose operation is I or U, and every
-    deleted key as a D row with its last values); `images` also
+    deleted key as a D row with its values before the date); `images` also
     'update_preimage' for the values an update replaced (operation U, as its postimage).
-    No rows when the state does not hold the date. -#}
+    A date applied by several commits (the stream's micro-batches and the run that closed
+    it) is netted per key over them (_net_state_changes). No rows when the state does
+    not hold the date. -#}
 {%- set applied = hashcdc.applied_state_version(state, business_date) -%}
+{%- if applied is not none and applied.first_version is not none
+      and applied.first_version < applied.version -%}
+    {{ return(hashcdc._net_state_changes(state, business_date, columns, images, applied)) }}
+{%- endif %}
     select
         {{ hashcdc._column_list(columns) }},
         keyhash,
@@ -39,4 +45,87 @@ select * from changes
         and operation not in ('W', 'A')
         and (_change_type in ('delete', 'update_preimage') or operation in ('I', 'U'))
     {%- endif %}
+{%- endmacro %}
+
+
+{% macro _net_state_changes(state, business_date, columns, images, applied) %}
+{#- state_changes of a date its state applied in several commits (`applied`: its
+    first_version and version): per key, the first change of the range says whether the
+    key was there before the date (an update's preimage or a delete) and with which
+    values, the last whether it is there after it. A key there after it whose last image
+    is tagged I or U (the run that closed the date tags the date's net operation) is that
+    row; a key there before and not after is D with its values before the date; a key
+    added and removed within the date, or supplied again unchanged (N), is no change.
+    A single commit gives the same rows as state_changes' own select. -#}
+    with
+
+    changes as (
+        select
+            keyhash,
+            {#- An update's preimage comes before its postimage in a commit. #}
+            _commit_version * 2 + if(_change_type = 'update_preimage', 0, 1) as position,
+            struct(
+                struct(
+                    {{ hashcdc._column_list(columns, indent=20) }}
+                ) as image,
+                nonkeyhash,
+                operation,
+                _change_type
+            ) as change
+        from table_changes('{{ state.schema }}.{{ state.identifier }}', {{ applied.first_version }}, {{ applied.version }})
+        where operation not in ('W', 'A')
+    ),
+
+    key_changes as (
+        select
+            keyhash,
+            min_by(change, position) as first_change,
+            max_by(change, position) as last_change
+        from changes
+        group by keyhash
+    ),
+
+    net_changes as (
+        select
+            keyhash,
+            inline(array_compact(array(
+                if(
+                    last_change._change_type in ('insert', 'update_postimage')
+                    and last_change.operation in ('I', 'U'),
+                    struct(
+                        last_change.image as image, last_change.nonkeyhash as nonkeyhash,
+                        last_change.operation as operation, false as is_before_image),
+                    null),
+                if(
+                    first_change._change_type in ('update_preimage', 'delete')
+                    and last_change._change_type = 'delete',
+                    struct(
+                        first_change.image as image, first_change.nonkeyhash as nonkeyhash,
+                        'D' as operation, false as is_before_image),
+                    null)
+                {%- if 'update_preimage' in images %},
+                if(
+                    first_change._change_type in ('update_preimage', 'delete')
+                    and last_change._change_type = 'update_postimage'
+                    and last_change.operation = 'U',
+                    struct(
+                        first_change.image as image, first_change.nonkeyhash as nonkeyhash,
+                        'U' as operation, true as is_before_image),
+                    null)
+                {%- endif %}
+            )))
+        from key_changes
+    )
+
+    select
+        {{ hashcdc._column_list(columns, 'net_changes.image') }},
+        keyhash,
+        nonkeyhash,
+        operation,
+        {%- if 'update_preimage' in images %}
+        is_before_image,
+        {%- endif %}
+        date'{{ business_date }}' as eff_start_date,
+        date'{{ business_date }}' as business_date
+    from net_changes
 {%- endmacro %}

@@ -2,10 +2,12 @@
 {#- Apply a date's rows (cdc_state, cdc_feed_state) to the state in one commit. Data rows
     match by keyhash, bookkeeping rows among themselves: W the W row, a feed's A rows by
     event id (a truncate's A row has no key, as the W row: it must not match it). D deletes a key and `a` an A row; X marks a kept key (operation and date
-    only); N with the same hash records that the key was supplied (operation and dates;
-    the payload stays, as in the article); anything else replaces the row or adds it. -#}
+    only); N with the same hash records that the key was supplied (operation and dates:
+    its effective date is the one before the date, which a run that closes a streamed
+    date on top of its micro-batches puts back; the payload stays, as in the article);
+    anything else replaces the row or adds it. -#}
 {%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
-{%- set touched = ['operation', 'business_date', 'seen_date'] + (
+{%- set touched = ['operation', 'business_date', 'seen_date', 'eff_start_date'] + (
     ['event_sequence'] if 'event_sequence' in columns else []) -%}
 merge into {{ target }} as target
 using {{ source }} as source

@@ -41,12 +41,28 @@ SECOND = [
     update(6, {"id": 0, "name": "alice"}, id=5, name="alice"),
     create(7, id=3, name="dave"),
 ]
-# The next date: an update, then a truncate and an insert after it.
-NEXT = [
-    update(8, {"id": 3, "name": "dave"}, id=3, name="david"),
-    truncate(9),
-    create(10, id=8, name="eve"),
-]
+# The next date, in three files: an update, then a truncate and two inserts after it.
+NEXT_FILES = {
+    "a": [update(8, {"id": 3, "name": "dave"}, id=3, name="david")],
+    "b": [truncate(9)],
+    "c": [create(10, id=8, name="eve"), create(11, id=11, name="frank")],
+}
+NEXT = [event for events in NEXT_FILES.values() for event in events]
+# The third date, after one insert: in its two next files a key changed and changed back
+# (no change), an insert updated, a key deleted and made again (an update).
+THIRD = "2024-06-03"
+THIRD_FILES = {
+    "a": [create(30, id=9, name="fay")],
+    "b": [
+        update(31, {"id": 8, "name": "eve"}, id=8, name="eva"),
+        delete(32, id=11, name="frank"),
+        update(33, {"id": 9, "name": "fay"}, id=9, name="faye"),
+    ],
+    "c": [
+        update(34, {"id": 8, "name": "eva"}, id=8, name="eve"),
+        create(35, id=11, name="franz"),
+    ],
+}
 
 
 def _hashcdc(project: Any, *args: str) -> int:
@@ -70,6 +86,27 @@ def _history(project: Any, table: str) -> list[tuple[str, str, int, str]]:
     return [tuple(row.values()) for row in rows]
 
 
+def _changelog(project: Any, table: str) -> list[tuple[str, str | None, str | None]]:
+    rows = project.rows(
+        "select operation, to_json(before_image) as before, to_json(after_image) as after "
+        f"from {table}_changelog order by business_date, keyhash, operation"
+    )
+    return [(row["operation"], row["before"], row["after"]) for row in rows]
+
+
+def _tags(project: Any, table: str) -> list[tuple[int, str, str]]:
+    rows = project.rows(
+        f"select id, operation, cast(eff_start_date as string) as since from {table}_current "
+        "order by id"
+    )
+    return [(row["id"], row["operation"], row["since"]) for row in rows]
+
+
+def _state_operations(project: Any, table: str) -> list[str]:
+    rows = project.rows(f"describe history {project.schema}.{table}_state")
+    return [row["operation"] for row in rows]
+
+
 def _dates(project: Any, table: str) -> list[tuple[str, bool]]:
     from hashcdc.state.versions import applied_versions
 
@@ -80,8 +117,8 @@ def _dates(project: Any, table: str) -> list[tuple[str, bool]]:
 def test_stream_applies_each_event_once_and_its_closed_dates_equal_daily_runs(
     project: Any, capsys: Any
 ) -> None:
-    project.add_table(feed_config("streamed", PERSON))
-    project.add_table(feed_config("daily_twin", PERSON))
+    project.add_table(feed_config("streamed", PERSON, changelog=True))
+    project.add_table(feed_config("daily_twin", PERSON, changelog=True))
 
     # The first delivery: applied, the date open, no history yet.
     _deliver(project, "streamed", DATES[0], "a", FIRST)
@@ -111,8 +148,8 @@ def test_stream_applies_each_event_once_and_its_closed_dates_equal_daily_runs(
     # is closed (whole, with its history and tests); then the new date's files are applied
     # one by one — an update, a truncate that deletes every key (alone in its batch, it is
     # the batch's watermark), an insert after it.
-    for name, event in zip("abc", NEXT, strict=True):
-        _deliver(project, "streamed", DATES[1], name, [event])
+    for name, events in NEXT_FILES.items():
+        _deliver(project, "streamed", DATES[1], name, events)
     assert _hashcdc(project, "stream", "--select", "streamed", "--once", "--max-files", "1") == 0
     out = capsys.readouterr().out
     assert f"streamed {DATES[0]}: closed: I 3 U 0 D 0 (10 event(s) read)" in out, out
@@ -129,34 +166,60 @@ def test_stream_applies_each_event_once_and_its_closed_dates_equal_daily_runs(
     assert applied(DATES[1]) == [
         "I 0 U 1 D 0 (1 event(s) read)",
         "I 0 U 0 D 3 (1 event(s) read)",
-        "I 1 U 0 D 0 (1 event(s) read)",
+        "I 2 U 0 D 0 (2 event(s) read)",
     ], out
-    assert _current(project, "streamed") == [(8, "eve")]
+    assert _current(project, "streamed") == [(8, "eve"), (11, "frank")]
     assert _dates(project, "streamed") == [(DATES[0], False), (DATES[1], True)]
+    # Closed on top of its micro-batches, not restored to the date before and applied
+    # again: a reader of current never saw the date before come back.
+    assert "RESTORE" not in _state_operations(project, "streamed")
 
     # A daily run of a later date is refused while the stream's date is open (it would
     # be left without history); nothing is written.
-    _deliver(project, "streamed", "2024-06-03", "a", [create(30, id=9, name="fay")])
-    assert _hashcdc(project, "run", "--date", "2024-06-03", "--select", "streamed") == 1
+    _deliver(project, "streamed", THIRD, "a", THIRD_FILES["a"])
+    assert _hashcdc(project, "run", "--date", THIRD, "--select", "streamed") == 1
     out = capsys.readouterr().out
     assert f"business date {DATES[1]} was applied by `hashcdc stream` and is still open" in out
-    assert _current(project, "streamed") == [(8, "eve")]
+    assert _current(project, "streamed") == [(8, "eve"), (11, "frank")]
 
-    # A user closes the last date with a daily run of it.
+    # A user closes the last date with a daily run of it (on top of its batches too).
     assert _hashcdc(project, "run", "--date", DATES[1], "--select", "streamed") == 0
     assert _dates(project, "streamed") == [(DATES[0], False), (DATES[1], False)]
+    assert "RESTORE" not in _state_operations(project, "streamed")
 
-    # The twin, run daily from the same files, holds the same current and history.
+    # The third date in two micro-batches (the first two files, then the third), closed by
+    # a user's run: its net changes, as a daily run of the date has them (below).
+    for name in "bc":
+        _deliver(project, "streamed", THIRD, name, THIRD_FILES[name])
+    assert _hashcdc(project, "stream", "--select", "streamed", "--once", "--max-files", "2") == 0
+    assert [line for line in capsys.readouterr().out.splitlines() if ": applied: " in line]
+    assert _dates(project, "streamed")[-1] == (THIRD, True)
+    assert _hashcdc(project, "run", "--date", THIRD, "--select", "streamed") == 0
+    assert "RESTORE" not in _state_operations(project, "streamed")
+
+    # The twin, run daily from the same files, holds the same current (with each row's
+    # operation and effective date) and history.
     for date, files in (
         (DATES[0], {"a": FIRST, "b": SECOND, "a_again": FIRST}),
         (DATES[1], {"a": NEXT}),
+        (THIRD, THIRD_FILES),
     ):
         for name, events in files.items():
             _deliver(project, "daily_twin", date, name, events)
-    assert _hashcdc(project, "run", "--date", *DATES, "--select", "daily_twin") == 0
+    assert _hashcdc(project, "run", "--date", *DATES, THIRD, "--select", "daily_twin") == 0
     assert _current(project, "streamed") == _current(project, "daily_twin")
+    assert _tags(project, "streamed") == _tags(project, "daily_twin")
+    assert _tags(project, "streamed") == [
+        (8, "N", DATES[1]), (9, "I", THIRD), (11, "U", THIRD),
+    ]  # fmt: skip
     assert _history(project, "streamed") == _history(project, "daily_twin")
     assert _history(project, "streamed") == EXPECTED_HISTORY
+    # The changelog's images too: a key deleted and made again has its values before the
+    # date as its before image.
+    assert _changelog(project, "streamed") == _changelog(project, "daily_twin")
+    assert ("U", '{"id":11,"name":"frank"}', '{"id":11,"name":"franz"}') in _changelog(
+        project, "streamed"
+    )
 
 
 EXPECTED_HISTORY = [
@@ -167,6 +230,9 @@ EXPECTED_HISTORY = [
     (DATES[1], "D", 3, "dave"),
     (DATES[1], "D", 5, "alice"),
     (DATES[1], "I", 8, "eve"),
+    (DATES[1], "I", 11, "frank"),
+    (THIRD, "I", 9, "faye"),
+    (THIRD, "U", 11, "franz"),
 ]
 
 
@@ -245,7 +311,7 @@ def test_stream_as_a_service_survives_a_killed_engine_and_stops_on_sigterm(
     wait_until(lambda: "hashcdc stream: stopped" in log.read_text(), 120, "the stream's stop")
 
     # The date the stream closed holds its net changes, each once.
-    assert _live_current(project.root, env) == [(8, "eve")]
+    assert _live_current(project.root, env) == [(8, "eve"), (11, "frank")]
     history = _query(
         project.root,
         env,

@@ -67,14 +67,19 @@ def test_micro_batches_of_a_date_are_one_open_date_until_a_whole_date_run() -> N
     ]
     assert applied_from_history(batches) == [
         DateVersion(0, "2024-01-01", 0),
-        DateVersion(2, "2024-01-02", 2, is_open=True),
+        DateVersion(2, "2024-01-02", 2, is_open=True, first_version=1),
     ]
-    # The date closed: its micro-batches restored away, the date applied whole.
-    closed = [*batches, restore(3, 0), date_commit(4, "2024-01-02")]
-    assert applied_from_history(closed)[-1] == DateVersion(4, "2024-01-02", 4)
+    # The date closed on top of its micro-batches: three commits, their net the date's.
+    closed = [*batches, date_commit(3, "2024-01-02")]
+    assert applied_from_history(closed)[-1] == DateVersion(3, "2024-01-02", 3, first_version=1)
+    # Closed by a rerun that restored its micro-batches away: the date applied whole.
+    rerun = [*batches, restore(3, 0), date_commit(4, "2024-01-02")]
+    assert applied_from_history(rerun)[-1] == DateVersion(4, "2024-01-02", 4)
     # A later micro-batch of the same date opens it again, on top of the whole-date commit.
-    reopened = [*closed, date_commit(5, "2024-01-02", micro_batch=True)]
-    assert applied_from_history(reopened)[-1] == DateVersion(5, "2024-01-02", 5, is_open=True)
+    reopened = [*rerun, date_commit(5, "2024-01-02", micro_batch=True)]
+    assert applied_from_history(reopened)[-1] == DateVersion(
+        5, "2024-01-02", 5, is_open=True, first_version=4
+    )
 
 
 def test_dates_since_compaction_ignore_a_compaction_restored_away() -> None:
