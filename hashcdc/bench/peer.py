@@ -222,6 +222,14 @@ class DbtPeer:
         load = sum(seconds for node, seconds in nodes.items() if node != f"snap_{case_name}")
         return {"s": round(total, 2), "load_s": round(load, 2), "snapshot_s": round(snapshot, 2)}
 
+    def run_all(self, business_date: str) -> float:
+        """Load every case's extract of the date and snapshot it, in one ``dbt build``.
+
+        Seconds of the whole command (``hashcdc bench --tables``: many tables in one date).
+        """
+        date_vars = json.dumps({"business_date": business_date})
+        return round(self._dbt("build", "--vars", date_vars), 2)
+
     def current_rows(self, case_name: str, spark: Any) -> int:
         """Rows of the snapshot that are current (the peer's current table)."""
         raise NotImplementedError

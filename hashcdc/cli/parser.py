@@ -348,6 +348,15 @@ def build_parser() -> argparse.ArgumentParser:
         "status and query warm, and the Spark jobs of a table-date",
     )
     bench_parser.add_argument(
+        "--tables",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only one date over N tables of 1,000 rows (day 1, then day 2 changing 4%%), "
+        "each one `hashcdc run --date` through the engine, beside dbt-duckdb snapshots of "
+        "the same tables",
+    )
+    bench_parser.add_argument(
         "--formats",
         action="store_true",
         help="only measure Delta Lake and Iceberg on the state's shape (a typical day's MERGE)",

@@ -145,6 +145,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if args.report:
             args.report.write_text(table)
         return 0
+    if args.tables:
+        from hashcdc.bench import tables as tables_bench
+
+        output = args.output if args.output.is_absolute() else project_dir / args.output
+        table = tables_bench.markdown(tables_bench.run(project_dir, output, args.tables))
+        print(table, end="")
+        if args.report:
+            args.report.write_text(table)
+        return 0
     if args.stream:
         # deferred: Spark's modules load only for the commands that use them
         from hashcdc.bench import stream as stream_bench

@@ -1,8 +1,9 @@
-"""``hashcdc bench --engine``'s report: each table's jobs from a profile, and the floor beside."""
+"""``hashcdc bench``'s engine and many-tables reports: jobs per table, the floor, the peer."""
 
 from __future__ import annotations
 
 from hashcdc.bench.engine import jobs_per_table, markdown
+from hashcdc.bench.tables import markdown as tables_markdown
 
 PROFILE = """# hashcdc run profile (20.0 s in dbt, parse included; 95 Spark jobs, \
 2 of them outside any node)
@@ -39,3 +40,22 @@ def test_the_report_puts_the_floor_beside_the_commands() -> None:
     assert "| Spark jobs of a table-date: bench_full (full) | 57 | ≤ 15 |" in table
     assert "no dbt (lean form)" in table and "| 1.45 s, 16 jobs |" in table
     assert "no dbt (merge form)" in table and "| 2.8 s, 23 jobs |" in table
+
+
+def test_the_many_tables_report_puts_day_two_beside_the_peer_and_the_target() -> None:
+    figures = {
+        "tables": 100,
+        "rows": 1_000,
+        "day1_s": 400.0,
+        "day2_s": 350.5,
+        "peer_day1_s": 40.0,
+        "peer_day2_s": 45.25,
+        "current_rows": 1_000,
+        "peer_current_rows": 1_000,
+    }
+    table = tables_markdown(figures)
+    assert (
+        "| 100 tables of 1,000 rows, day 2 (4% changed) | 350.5 s | 45.25 s | ≤ dbt-duckdb |"
+        in (table)
+    )
+    assert "| current rows of bench_t000 | 1,000 | 1,000 | equal |" in table

@@ -1,0 +1,125 @@
+"""``hashcdc bench --tables N``: one date over many small tables, beside dbt-duckdb.
+
+The shape of a database replicated table by table: N full-extract tables of 1,000 rows
+(one ``hashcdc datagen`` table, its extracts and config copied under N names), day 2
+changing 4% of each (3% updated, 1% deleted, 10 inserted). ``hashcdc run --date`` of day
+1, then of day 2, each one command for all N tables through the project's engine (day 1
+starts it), timed from start to exit as a user waits for them. Beside it, the
+dbt-duckdb peer of the same N tables (:class:`hashcdc.bench.peer.DuckdbPeer`): per
+date one ``dbt build`` of every load model and snapshot, a process timed from start to
+exit. Both current tables of one table are counted at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hashcdc.bench.peer import DuckdbPeer, PeerCase
+from hashcdc.runtime.scaffold import scratch_project
+
+DATES = ("2024-01-01", "2024-01-02")
+ROWS = 1_000
+FIRST = "bench_t000"
+
+
+def _hashcdc(root: Path, env: dict[str, str], *args: str) -> tuple[float, str]:
+    """One ``hashcdc`` process in the scratch project: seconds from start to exit, stdout."""
+    program = str(Path(sys.executable).parent / "hashcdc")
+    started = time.perf_counter()
+    done = subprocess.run(  # noqa: S603 - our own command
+        [program, "--project-dir", str(root), *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    seconds = round(time.perf_counter() - started, 2)
+    if done.returncode != 0:
+        raise RuntimeError(f"bench: hashcdc {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return seconds, done.stdout
+
+
+def _names(count: int) -> list[str]:
+    return [f"bench_t{number:03d}" for number in range(count)]
+
+
+def _tables(root: Path, env: dict[str, str], count: int) -> list[PeerCase]:
+    """The N tables' configs and extracts: one generated table copied under N names."""
+    _hashcdc(
+        root, env, "datagen", "--table", FIRST, "--extract-type", "full",
+        "--initial-records", str(ROWS), "--incremental-records", str(ROWS + 10),
+        "--fraction-updated", "0.03", "--fraction-deleted", "0.01",
+        "--fraction-unchanged", "0.96", "--dates", *DATES,
+    )  # fmt: skip
+    config_text = (root / "tables" / f"{FIRST}.yml").read_text()
+    for name in _names(count)[1:]:
+        shutil.copytree(root / "landing" / FIRST, root / "landing" / name)
+        (root / "tables" / f"{name}.yml").write_text(config_text.replace(FIRST, name))
+    columns = yaml.safe_load(config_text)["columns"]
+    return [PeerCase(name, "full", root / "landing" / name, columns) for name in _names(count)]
+
+
+def run(project_dir: Path, output: Path, count: int) -> dict[str, Any]:
+    """Measure, print and return the figures (also ``<output>/bench_tables.json``)."""
+    root = output / "tables_work"
+    shutil.rmtree(root, ignore_errors=True)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    engines = output / "engines"
+    engines.mkdir(mode=0o700, parents=True, exist_ok=True)
+    env = {**os.environ, **scratch_project(project_dir, root)}
+    env |= {"HASHCDC_ENGINE": "on", "HASHCDC_ENGINE_DIR": str(engines)}
+    env.pop("HASHCDC_EVENT_LOG", None)
+    figures: dict[str, Any] = {"tables": count, "rows": ROWS}
+    result = output / "bench_tables.json"
+
+    def save() -> None:
+        """Write what is measured so far: a long run's figures can be read as it goes."""
+        result.write_text(json.dumps(figures, indent=2) + "\n")
+
+    try:
+        cases = _tables(root, env, count)
+        _hashcdc(root, env, "generate")
+        _hashcdc(root, env, "engine", "stop")
+        for day, business_date in enumerate(DATES, start=1):
+            figures[f"day{day}_s"], _ = _hashcdc(root, env, "run", "--date", business_date)
+            save()
+        _, counted = _hashcdc(root, env, "query", f"select count(*) from {FIRST}_current")
+        figures["current_rows"] = int(counted.strip().splitlines()[-1])
+    finally:
+        _hashcdc(root, env, "engine", "stop")
+    peer = DuckdbPeer(root / "peer", cases)
+    for day, business_date in enumerate(DATES, start=1):
+        figures[f"peer_day{day}_s"] = peer.run_all(business_date)
+        save()
+    figures["peer_current_rows"] = peer.current_rows(FIRST, None)
+    figures["peer_peak_rss_mib"] = round(peer.peak_rss_mib, 1)
+    save()
+    shutil.rmtree(root, ignore_errors=True)
+    return figures
+
+
+def markdown(figures: dict[str, Any]) -> str:
+    """The figures as a table, beside issue 44's target (day 2 ≤ the peer's)."""
+    tables = f"{figures['tables']} tables of {figures['rows']:,} rows"
+    rows = [
+        (f"{tables}, day 1 (loads; a cold engine's start included)", figures["day1_s"],
+         figures["peer_day1_s"], "—"),
+        (f"{tables}, day 2 (4% changed)", figures["day2_s"], figures["peer_day2_s"],
+         "≤ dbt-duckdb"),
+    ]  # fmt: skip
+    lines = ["| what | hashcdc | dbt-duckdb | target |", "| --- | ---: | ---: | ---: |"]
+    lines += [f"| {what} | {ours} s | {peer} s | {target} |" for what, ours, peer, target in rows]
+    lines.append(
+        f"| current rows of {FIRST} | {figures['current_rows']:,} | "
+        f"{figures['peer_current_rows']:,} | equal |"
+    )
+    return "\n".join(lines) + "\n"
