@@ -146,6 +146,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             args.report.write_text(table)
         return 0
     if args.tables:
+        # deferred: the bench's modules load only for the commands that use them
         from hashcdc.bench import tables as tables_bench
 
         output = args.output if args.output.is_absolute() else project_dir / args.output
