@@ -34,7 +34,7 @@ PROFILE_ROW = re.compile(r"^\| (\S+) \| [\d.]+ \| (\d+) \| \d+ \| [\d.]+ \|$")
 PROFILE_TOTAL = re.compile(r"; (\d+) Spark jobs, (\d+) of them outside any node")
 
 
-class _Commands:
+class Commands:
     """``hashcdc`` processes in the scratch project, each timed from start to exit."""
 
     def __init__(self, root: Path, env: dict[str, str]) -> None:
@@ -43,6 +43,10 @@ class _Commands:
         self.program = str(Path(sys.executable).parent / "hashcdc")
 
     def timed(self, *args: str, check: bool = True) -> tuple[float, str]:
+        """Run ``hashcdc <args>``: seconds from start to exit and its standard output.
+
+        Raises when it fails, unless ``check`` is false.
+        """
         started = time.perf_counter()
         done = subprocess.run(  # noqa: S603 - our own command
             [self.program, "--project-dir", str(self.root), *args],
@@ -57,7 +61,7 @@ class _Commands:
         return round(seconds, 2), done.stdout
 
 
-def _median(commands: _Commands, *args: str) -> float:
+def _median(commands: Commands, *args: str) -> float:
     return round(statistics.median(commands.timed(*args)[0] for _ in range(REPEATS)), 2)
 
 
@@ -100,9 +104,13 @@ def _floor(root: Path, env: dict[str, str], output: Path) -> dict[str, Any]:
     return json.loads(result.read_text())
 
 
-def run(project_dir: Path, output: Path) -> dict[str, Any]:
-    """Measure, print and return the figures (also ``<output>/bench_engine.json``)."""
-    root = output / "engine_work"
+def scratch_commands(project_dir: Path, output: Path, name: str) -> Commands:
+    """``hashcdc`` commands in a new scratch project ``<output>/<name>`` with its engine.
+
+    Its own warehouse, metastore and engines' folder; commands go through the engine
+    (``HASHCDC_ENGINE=on``), and no event log is kept.
+    """
+    root = output / name
     shutil.rmtree(root, ignore_errors=True)
     root.parent.mkdir(parents=True, exist_ok=True)
     engines = output / "engines"
@@ -110,7 +118,13 @@ def run(project_dir: Path, output: Path) -> dict[str, Any]:
     env = {**os.environ, **scratch_project(project_dir, root)}
     env |= {"HASHCDC_ENGINE": "on", "HASHCDC_ENGINE_DIR": str(engines)}
     env.pop("HASHCDC_EVENT_LOG", None)
-    commands = _Commands(root, env)
+    return Commands(root, env)
+
+
+def run(project_dir: Path, output: Path) -> dict[str, Any]:
+    """Measure, print and return the figures (also ``<output>/bench_engine.json``)."""
+    commands = scratch_commands(project_dir, output, "engine_work")
+    root, env = commands.root, commands.env
     figures: dict[str, Any] = {}
     try:
         for table, extract_type in TABLES.items():

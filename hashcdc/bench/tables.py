@@ -13,49 +13,29 @@ exit. Both current tables of one table are counted at the end.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from hashcdc.bench.engine import Commands, scratch_commands
 from hashcdc.bench.peer import DuckdbPeer, PeerCase
-from hashcdc.runtime.scaffold import scratch_project
 
 DATES = ("2024-01-01", "2024-01-02")
 ROWS = 1_000
 FIRST = "bench_t000"
 
 
-def _hashcdc(root: Path, env: dict[str, str], *args: str) -> tuple[float, str]:
-    """One ``hashcdc`` process in the scratch project: seconds from start to exit, stdout."""
-    program = str(Path(sys.executable).parent / "hashcdc")
-    started = time.perf_counter()
-    done = subprocess.run(  # noqa: S603 - our own command
-        [program, "--project-dir", str(root), *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    seconds = round(time.perf_counter() - started, 2)
-    if done.returncode != 0:
-        raise RuntimeError(f"bench: hashcdc {' '.join(args)} failed:\n{done.stderr[-3000:]}")
-    return seconds, done.stdout
-
-
 def _names(count: int) -> list[str]:
     return [f"bench_t{number:03d}" for number in range(count)]
 
 
-def _tables(root: Path, env: dict[str, str], count: int) -> list[PeerCase]:
+def _tables(commands: Commands, count: int) -> list[PeerCase]:
     """The N tables' configs and extracts: one generated table copied under N names."""
-    _hashcdc(
-        root, env, "datagen", "--table", FIRST, "--extract-type", "full",
+    root = commands.root
+    commands.timed(
+        "datagen", "--table", FIRST, "--extract-type", "full",
         "--initial-records", str(ROWS), "--incremental-records", str(ROWS + 10),
         "--fraction-updated", "0.03", "--fraction-deleted", "0.01",
         "--fraction-unchanged", "0.96", "--dates", *DATES,
@@ -70,14 +50,8 @@ def _tables(root: Path, env: dict[str, str], count: int) -> list[PeerCase]:
 
 def run(project_dir: Path, output: Path, count: int) -> dict[str, Any]:
     """Measure, print and return the figures (also ``<output>/bench_tables.json``)."""
-    root = output / "tables_work"
-    shutil.rmtree(root, ignore_errors=True)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    engines = output / "engines"
-    engines.mkdir(mode=0o700, parents=True, exist_ok=True)
-    env = {**os.environ, **scratch_project(project_dir, root)}
-    env |= {"HASHCDC_ENGINE": "on", "HASHCDC_ENGINE_DIR": str(engines)}
-    env.pop("HASHCDC_EVENT_LOG", None)
+    commands = scratch_commands(project_dir, output, "tables_work")
+    root = commands.root
     figures: dict[str, Any] = {"tables": count, "rows": ROWS}
     result = output / "bench_tables.json"
 
@@ -86,16 +60,16 @@ def run(project_dir: Path, output: Path, count: int) -> dict[str, Any]:
         result.write_text(json.dumps(figures, indent=2) + "\n")
 
     try:
-        cases = _tables(root, env, count)
-        _hashcdc(root, env, "generate")
-        _hashcdc(root, env, "engine", "stop")
+        cases = _tables(commands, count)
+        commands.timed("generate")
+        commands.timed("engine", "stop")
         for day, business_date in enumerate(DATES, start=1):
-            figures[f"day{day}_s"], _ = _hashcdc(root, env, "run", "--date", business_date)
+            figures[f"day{day}_s"], _ = commands.timed("run", "--date", business_date)
             save()
-        _, counted = _hashcdc(root, env, "query", f"select count(*) from {FIRST}_current")
+        _, counted = commands.timed("query", f"select count(*) from {FIRST}_current")
         figures["current_rows"] = int(counted.strip().splitlines()[-1])
     finally:
-        _hashcdc(root, env, "engine", "stop")
+        commands.timed("engine", "stop", check=False)
     peer = DuckdbPeer(root / "peer", cases)
     for day, business_date in enumerate(DATES, start=1):
         figures[f"peer_day{day}_s"] = peer.run_all(business_date)
