@@ -355,6 +355,8 @@ class _LogCache(Generic[Answer]):
 
 _APPLIED: _LogCache[DateVersion] = _LogCache()
 _HISTORY: _LogCache[dict[str, Any]] = _LogCache()
+# Whether a table's shape at a version is its shape now (same_shape_at), by version.
+_SHAPES: _LogCache[tuple[int, bool]] = _LogCache()
 
 
 def version_as_of(applied: list[DateVersion], business_date: str) -> DateVersion | None:
@@ -487,13 +489,26 @@ def _view_text(spark: Any, view: str) -> str:
 
 
 def same_shape_at(spark: Any, table: str, version: int) -> bool:
-    """Whether ``table``'s columns and their types now are those it had at ``version``."""
+    """Whether ``table``'s columns and their types now are those it had at ``version``.
+
+    A run that closes a streamed date asks twice (its model and its pre-hook), and the
+    old version's schema is a snapshot of its own to load: the answer is kept in the
+    process until the table's log gains a commit, like the applied versions.
+    """
+    kept = dict(_SHAPES.current(table) or [])
+    if version in kept:
+        return kept[version]
+    location = _HISTORY.location(table)
+    mark = newest_commit(location) if location is not None else None
 
     def shape(schema: Any) -> list[tuple[str, str]]:
         return [(field.name, field.dataType.simpleString()) for field in schema]
 
     then = spark.sql(f"select * from {table} version as of {int(version)}").schema
-    return shape(spark.table(table).schema) == shape(then)
+    same = shape(spark.table(table).schema) == shape(then)
+    if location is not None and mark is not None:
+        _SHAPES.put(table, location, mark, [*kept.items(), (version, same)])
+    return same
 
 
 def restore(spark: Any, table: str, version: int) -> None:
