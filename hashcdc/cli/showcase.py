@@ -119,6 +119,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _reported(table: str, args: argparse.Namespace) -> int:
+    """Print a bench's markdown table, and write it to ``--report`` when given."""
+    print(table, end="")
+    if args.report:
+        args.report.write_text(table)
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the benchmark (:mod:`hashcdc.bench`) and report it."""
     # deferred: Spark's modules load only for the commands that use them
@@ -128,33 +136,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
         # deferred: Spark's modules load only for the commands that use them
         from hashcdc.bench import formats as bench_formats
 
-        report = bench_formats.run(args.rows, args.output)
-        table = bench_formats.markdown(report)
-        print(table, end="")
-        if args.report:
-            args.report.write_text(table)
-        return 0
+        return _reported(bench_formats.markdown(bench_formats.run(args.rows, args.output)), args)
     project_dir = find_project_dir(args.project_dir)
+    output = args.output if args.output.is_absolute() else project_dir / args.output
     if args.engine:
         # deferred: Spark's modules load only for the commands that use them
         from hashcdc.bench import engine as engine_bench
 
-        output = args.output if args.output.is_absolute() else project_dir / args.output
-        table = engine_bench.markdown(engine_bench.run(project_dir, output))
-        print(table, end="")
-        if args.report:
-            args.report.write_text(table)
-        return 0
+        return _reported(engine_bench.markdown(engine_bench.run(project_dir, output)), args)
     if args.tables:
         # deferred: the bench's modules load only for the commands that use them
         from hashcdc.bench import tables as tables_bench
 
-        output = args.output if args.output.is_absolute() else project_dir / args.output
-        table = tables_bench.markdown(tables_bench.run(project_dir, output, args.tables))
-        print(table, end="")
-        if args.report:
-            args.report.write_text(table)
-        return 0
+        figures = tables_bench.run(project_dir, output, args.tables)
+        return _reported(tables_bench.markdown(figures), args)
     if args.stream:
         # deferred: Spark's modules load only for the commands that use them
         from hashcdc.bench import stream as stream_bench
