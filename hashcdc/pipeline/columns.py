@@ -16,6 +16,7 @@ from pyspark.sql.types import (
     BooleanType,
     DataType,
     DateType,
+    IntegerType,
     LongType,
     MapType,
     StringType,
@@ -71,6 +72,7 @@ EVENT_STAGE_COLUMNS = (
     OwnColumn("event_id", BinaryType()),
     OwnColumn("is_new_event", BooleanType()),
     OwnColumn("event_time", TimestampType()),
+    OwnColumn("event_partition", IntegerType()),
 )
 # Their names, in the stage's order (see hashcdc.pipeline.feed).
 EVENT_COLUMNS = tuple(column.name for column in EVENT_STAGE_COLUMNS)

@@ -49,6 +49,7 @@ from hashcdc.config import (
     TableConfig,
 )
 from hashcdc.errors import InputDataError
+from hashcdc.pipeline import kafka
 from hashcdc.pipeline.casting import (
     column_message,
     is_unavailable,
@@ -322,6 +323,11 @@ def typed_events(
         F.when(~tombstone, operation).alias("event_op"),
         sequence.alias("event_sequence"),
         F.timestamp_millis(F.col(EVENT_TIME_RAW).try_cast("bigint")).alias("event_time"),
+        (
+            kafka.partition_of(F.col(SOURCE_FILE))
+            if table.source.kafka is not None
+            else F.lit(None).cast("int")
+        ).alias("event_partition"),
         F.when(
             (operation == "u") & before_present, typed_row_hash(typed_before, table.key_columns)
         ).alias("before_keyhash"),
@@ -334,7 +340,9 @@ def typed_events(
         ROW_ID,
     )
     keyed = with_hashes(cast, {"keyhash": list(table.key_columns)})
-    marked = prior.mark_new_events(keyed.withColumn("event_id", _event_id(table)))
+    marked = prior.mark_new_events(
+        keyed.withColumn("event_id", _event_id(table)), partitioned=table.source.kafka is not None
+    )
     if unavailable and not table.is_keyless and _holds_unavailable(raw, keyed, table):
         marked = prior.fill_unavailable(marked, table)
     # The hashes of an event's row image (all but keyhash, computed above).
@@ -361,6 +369,7 @@ def typed_events(
         "event_id",
         "is_new_event",
         "event_time",
+        "event_partition",
         ROW_ERRORS,
         RAW_VALUES,
         RAW_LINE,
@@ -412,7 +421,10 @@ class PriorState:
     ``rows`` is ``<name>_state`` at the version of the latest date before it (None before
     the first date). Its ``W`` row holds the watermark (the greatest sequence applied so
     far); its ``A`` rows hold, as ``nonkeyhash``, the ``event_id`` of every event applied
-    *at* the watermark's position.
+    *at* a watermark's position. A topic's events also have a watermark per Kafka
+    partition, its ``P`` rows (the partition's number as the text of ``keyhash``): a
+    stream reads partitions to different points, so a partition behind the others has
+    events below the table's watermark that are not applied yet.
     """
 
     rows: DataFrame | None
@@ -437,21 +449,29 @@ class PriorState:
         return cls(spark.sql(f"select * from {state} version as of {previous.last_version}"))
 
     def watermark(self) -> DataFrame | None:
-        """One row: ``_watermark`` and ``_applied_at_watermark`` (how many ``A`` rows)."""
+        """One row: the ``_watermark``, and how many ``A`` and ``P`` rows the state has.
+
+        ``_applied_at_watermark`` counts the ``A`` rows, ``_partitions`` the ``P`` rows.
+        """
         if self.rows is None:
             return None
         operation = F.col("operation")
-        return self.rows.where(operation.isin("W", "A")).agg(
+        return self.rows.where(operation.isin("W", "A", "P")).agg(
             F.max(F.when(operation == "W", F.col("event_sequence"))).alias("_watermark"),
             F.count_if(operation == "A").alias("_applied_at_watermark"),
+            F.count_if(operation == "P").alias("_partitions"),
         )
 
-    def mark_new_events(self, events: DataFrame) -> DataFrame:
+    def mark_new_events(self, events: DataFrame, partitioned: bool = False) -> DataFrame:
         """Add ``is_new_event``: whether an event has not been applied by an earlier date.
 
-        New are the events above the watermark, and those *at* it whose ``event_id`` is not
-        among the ``A`` rows (a snapshot's reads landed over several dates). A state written
-        before ``A`` rows existed has none: there, events at the watermark count as applied.
+        New are the events above their watermark, and those *at* it whose ``event_id`` is
+        not among the ``A`` rows (a snapshot's reads landed over several dates). A state
+        written before ``A`` rows existed has none: there, events at the watermark count as
+        applied. ``partitioned`` (a topic): an event's watermark is its partition's ``P``
+        row; a partition without one is new (all of its events are) once the state has
+        ``P`` rows, and has the table's watermark before (a state a one-partition topic or
+        files wrote before partitions had watermarks).
         """
         summary = self.watermark()
         if summary is None:
@@ -459,10 +479,22 @@ class PriorState:
         applied = self.rows.where(F.col("operation") == "A").select(
             F.col("nonkeyhash").alias("_applied_id"), F.lit(True).alias("_was_applied")
         )
-        joined = events.crossJoin(F.broadcast(summary)).join(
-            applied, F.col("event_id") == F.col("_applied_id"), "left"
-        )
+        joined = events.crossJoin(F.broadcast(summary))
         watermark = F.col("_watermark")
+        if partitioned:
+            partitions = self.rows.where(F.col("operation") == "P").select(
+                F.col("keyhash").cast("string").cast("int").alias("_partition"),
+                F.col("event_sequence").alias("_partition_watermark"),
+            )
+            joined = joined.join(
+                F.broadcast(partitions), F.col("event_partition") == F.col("_partition"), "left"
+            )
+            watermark = (
+                F.when(F.col("event_partition").isNull(), watermark)
+                .when(F.col("_partitions") > 0, F.col("_partition_watermark"))
+                .otherwise(watermark)
+            )
+        joined = joined.join(applied, F.col("event_id") == F.col("_applied_id"), "left")
         sequence = F.col("event_sequence")
         at_watermark_new = (F.col("_applied_at_watermark") > 0) & F.col("_was_applied").isNull()
         is_new = F.col("event_op").isNotNull() & (

@@ -5,16 +5,27 @@
     again), not the others. The W row carries the table's watermark (the greatest
     sequence applied so far) and the date's counts; one 'A' row per event applied at the
     watermark's position its event_id (as nonkeyhash), so that the rest of a snapshot
-    landed later is still applied ('a' removes an A row the watermark has left). -#}
+    landed later is still applied ('a' removes an A row the watermark has left). A topic's
+    events (source.kafka) also keep a watermark per Kafka partition: a P row each. -#}
 {%- set business_date = hashcdc.business_date() -%}
 {%- set previous = hashcdc.checked_previous_state(business_date, table_name) -%}
 {%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
 {%- set state_columns = columns + (['copies'] if keyless else []) -%}
+{%- set partitioned = hashcdc.reads_partitions(incoming) -%}
 with
 
 {{ hashcdc.feed_applied_events(
     incoming, this if previous else none, previous, columns, hash_column) }},
+{%- if partitioned %}
+
+previous_partitions as (
+    {#- The watermarks of the Kafka partitions (P rows). #}
+    {{- hashcdc._previous_state_rows(
+        this if previous else none, previous, 'previous_applied',
+        ['keyhash', 'event_sequence'], operations=['P']) }}
+),
+{%- endif %}
 
 previous_state as (
     {{- hashcdc._previous_state_rows(
@@ -131,7 +142,7 @@ operation_counts as (
         'previous_nonkeyhash') }}
 ),
 
-{{ hashcdc.feed_watermark_bookkeeping() }},
+{{ hashcdc.feed_watermark_bookkeeping(partitioned) }},
 
 final as (
     select
@@ -253,11 +264,13 @@ net_key_events as (
 {%- endmacro %}
 
 
-{% macro feed_watermark_bookkeeping() %}
+{% macro feed_watermark_bookkeeping(partitioned=false) %}
 {#- CTEs watermark, applied_at_watermark, left_behind and bookkeeping: the W row (the
     watermark and the date's counts, from CTE operation_counts), an A row per event applied
-    at the watermark's position, an 'a' row per earlier A row the watermark has left
-    (from CTEs applied_events, previous_watermark and previous_applied). -#}
+    at its watermark's position, an 'a' row per earlier A row the watermarks have left
+    (from CTEs applied_events, delivered_events, previous_watermark and previous_applied). `partitioned` (a
+    topic's events): also CTEs partition_positions and partition_watermarks, a P row per
+    Kafka partition (from CTEs previous_partitions and last_truncate). -#}
 watermark as (
     select
         greatest(
@@ -265,26 +278,79 @@ watermark as (
             (select max(event_sequence) from applied_events)
         ) as event_sequence
 ),
+{%- if partitioned %}
+
+partition_positions as (
+    {#- Per partition (keyhash: its number as text) the sequences applied; keyhash null:
+        the floor of partitions with no row of their own, first the table's watermark
+        when partitions get watermarks (what a state without them had applied). -#}
+    select
+        keyhash,
+        event_sequence
+    from previous_partitions
+    union all
+    select
+        cast(cast(event_partition as string) as binary) as keyhash,
+        event_sequence
+    from delivered_events
+    where event_partition is not null
+    union all
+    select
+        cast(null as binary) as keyhash,
+        (select max(event_sequence) from previous_watermark) as event_sequence
+    from (select count(*) as tracked from previous_partitions) as tracking
+    where tracking.tracked = 0
+),
+
+partition_watermarks as (
+    {#- Raised to the date's truncate: a partition read behind the others may still hold
+        events from before it, which the truncate has voided. -#}
+    select
+        partition_positions.keyhash,
+        greatest(
+            max(partition_positions.event_sequence), max(last_truncate.truncated_at)
+        ) as event_sequence
+    from partition_positions
+    cross join last_truncate
+    group by partition_positions.keyhash
+),
+{%- endif %}
 
 applied_at_watermark as (
-    {#- Today's events at the watermark's position (the earlier dates' A rows stay while
+    {#- Today's events at their watermark's position (the earlier dates' A rows stay while
         the watermark has not moved). -#}
     select distinct
-        applied_events.keyhash,
-        applied_events.event_id
-    from applied_events
-    inner join watermark
-        on applied_events.event_sequence = watermark.event_sequence
+        delivered_events.keyhash,
+        delivered_events.event_id,
+        delivered_events.event_sequence
+    from delivered_events
+    {%- if partitioned %}
+    left join partition_watermarks
+        on
+            cast(cast(delivered_events.event_partition as string) as binary)
+            = partition_watermarks.keyhash
+    {%- endif %}
+    cross join watermark
+    where
+        delivered_events.event_sequence = {{
+            'coalesce(partition_watermarks.event_sequence, watermark.event_sequence)'
+            if partitioned else 'watermark.event_sequence' }}
 ),
 
 left_behind as (
-    {#- The earlier A rows the watermark has moved past. -#}
+    {#- The earlier A rows the watermarks have moved past. -#}
     select
         previous_applied.keyhash,
         previous_applied.nonkeyhash as event_id
     from previous_applied
-    inner join watermark
-        on previous_applied.event_sequence != watermark.event_sequence
+    left anti join (
+        select event_sequence from watermark
+        {%- if partitioned %}
+        union all
+        select event_sequence from partition_watermarks
+        {%- endif %}
+    ) as watermarks
+        on previous_applied.event_sequence = watermarks.event_sequence
 ),
 
 bookkeeping as (
@@ -298,13 +364,12 @@ bookkeeping as (
     cross join operation_counts
     union all
     select
-        applied_at_watermark.keyhash,
-        applied_at_watermark.event_id,
+        keyhash,
+        event_id,
         'A' as operation,
-        watermark.event_sequence,
+        event_sequence,
         null as operation_counts
     from applied_at_watermark
-    cross join watermark
     union all
     select
         keyhash,
@@ -313,7 +378,28 @@ bookkeeping as (
         null as event_sequence,
         null as operation_counts
     from left_behind
+    {%- if partitioned %}
+    union all
+    select
+        keyhash,
+        null as event_id,
+        'P' as operation,
+        event_sequence,
+        null as operation_counts
+    from partition_watermarks
+    {%- endif %}
 )
+{%- endmacro %}
+
+
+{% macro reads_partitions(stage) %}
+{#- Whether a feed's events come from Kafka partitions (source.kafka): then each
+    partition has its own watermark. -#}
+{%- if not execute -%}
+    {{ return(false) }}
+{%- endif -%}
+{%- set table = hashcdc._stage_node(stage).config.meta.get('hashcdc_table', {}) -%}
+{{ return((table.get('source') or {}).get('kafka') is not none) }}
 {%- endmacro %}
 
 
@@ -344,7 +430,8 @@ delivered_events as (
         before_keyhash,
         event_op,
         event_sequence,
-        event_id
+        event_id,
+        event_partition
     from {{ incoming }}
     where
         business_date = date'{{ business_date }}'
@@ -353,7 +440,16 @@ delivered_events as (
 ),
 
 applied_events as (
-    select distinct * from delivered_events
+    {#- An event delivered in two Kafka partitions (their number changed) is one too. #}
+    select distinct
+        {{ hashcdc._column_list(columns) }},
+        keyhash,
+        nonkeyhash,
+        before_keyhash,
+        event_op,
+        event_sequence,
+        event_id
+    from delivered_events
 )
 {%- endmacro %}
 

@@ -42,7 +42,7 @@ select * from changes
     from table_changes('{{ state.schema }}.{{ state.identifier }}', {{ applied.version }}, {{ applied.version }})
     where
         _change_type in ('{{ images | join("', '") }}')
-        and operation not in ('W', 'A')
+        and operation not in ('W', 'A', 'P')
         and (_change_type in ('delete', 'update_preimage') or operation in ('I', 'U'))
     {%- endif %}
 {%- endmacro %}
@@ -73,7 +73,7 @@ select * from changes
                 _change_type
             ) as change
         from table_changes('{{ state.schema }}.{{ state.identifier }}', {{ applied.first_version }}, {{ applied.version }})
-        where operation not in ('W', 'A')
+        where operation not in ('W', 'A', 'P')
     ),
 
     key_changes as (

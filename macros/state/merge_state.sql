@@ -1,7 +1,9 @@
 {% macro merge_state(target, source) %}
 {#- Apply a date's rows (cdc_state, cdc_feed_state) to the state in one commit. Data rows
-    match by keyhash, bookkeeping rows among themselves: W the W row, a feed's A rows by
-    event id (a truncate's A row has no key, as the W row: it must not match it). D deletes a key and `a` an A row; X marks a kept key (operation and date
+    match by keyhash, bookkeeping rows among themselves: W the W row, P rows by partition
+    (their keyhash), a feed's A rows by event id (a truncate's A row has no key, as the W
+    row and the P rows' floor: it must not match them). D deletes a key and `a` an A row;
+    X marks a kept key (operation and date
     only); N with the same hash records that the key was supplied (operation and dates:
     its effective date is the one before the date, which a run that closes a streamed
     date on top of its micro-batches puts back; the payload stays, as in the article);
@@ -13,8 +15,9 @@ merge into {{ target }} as target
 using {{ source }} as source
 on
     target.keyhash <=> source.keyhash
-    and (target.operation in ('W', 'A')) = (source.operation in ('W', 'A', 'a'))
+    and (target.operation in ('W', 'A', 'P')) = (source.operation in ('W', 'A', 'a', 'P'))
     and (target.operation = 'W') = (source.operation = 'W')
+    and (target.operation = 'P') = (source.operation = 'P')
     and (target.operation != 'A' or target.nonkeyhash = source.nonkeyhash)
 when matched and source.operation in ('D', 'a') then delete
 when matched and source.operation = 'X' then update set

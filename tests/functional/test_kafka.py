@@ -6,7 +6,8 @@ committed in it; events of a later date already in the topic wait for it; an eve
 earlier date published after that date ran (late) is applied with the next date, once.
 The stream: ``hashcdc stream`` applies the topic as it grows (from the offsets it read up
 to), goes on after the broker's restart, closes a date when the next one's events come,
-and stops on SIGTERM; closed, its dates equal a daily twin's on the same topic.
+and stops on SIGTERM; closed, its dates equal a daily twin's on the same topic. A topic
+of two partitions read to different points: each event applied once, when it comes.
 """
 
 from __future__ import annotations
@@ -49,19 +50,38 @@ def _event(op: str, lsn: int, committed: int, before: Any = None, after: Any = N
 
 
 class Topic:
-    """A topic published to as Debezium's JSON converter does (tombstones after deletes)."""
+    """A topic published to as Debezium's JSON converter does (tombstones after deletes).
 
-    def __init__(self, broker: Any, name: str) -> None:
+    ``partitions``: the topic is created with that many (else the broker's default, one).
+    """
+
+    def __init__(self, broker: Any, name: str, partitions: int = 0) -> None:
         from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient, NewTopic
 
         self.name = name
         self.producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+        if partitions:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            created = admin.create_topics([NewTopic(name, partitions, 1)])
+            created[name].result(30)
 
-    def publish(self, key: int, value: str | None, committed: int, wrapped: bool = False) -> None:
+    def publish(
+        self,
+        key: int,
+        value: str | None,
+        committed: int,
+        wrapped: bool = False,
+        partition: int = -1,
+    ) -> None:
         if value is not None and wrapped:
             value = json.dumps({"schema": {"type": "struct"}, "payload": json.loads(value)})
         self.producer.produce(
-            self.name, key=json.dumps({"id": key}), value=value, timestamp=committed + 1000
+            self.name,
+            key=json.dumps({"id": key}),
+            value=value,
+            timestamp=committed + 1000,
+            partition=partition,
         )
         assert self.producer.flush(30) == 0
 
@@ -158,6 +178,54 @@ def _publish_day(topic: Topic, date: str, events: list[tuple[str, int, Any, Any]
         topic.publish(key, _event(op, lsn, when, before, after), when)
         if op == "d":
             topic.publish(key, None, when)
+
+
+def test_the_stream_applies_partitions_read_to_different_points_each_event_once(
+    project: Any, kafka: Any, capsys: Any
+) -> None:
+    """A topic of two partitions, one behind the other (its producer slower, or its backlog
+    longer): its records come below the sequence the other has reached, and are applied
+    when they come; those committed before a truncate the other partition carried are
+    void. Every ``--once`` reads the open date again from its start, as a restarted stream
+    does: nothing is applied twice. Closed, the date equals a daily run's of the topic."""
+    topic = Topic(kafka, "shop.public.parted", partitions=2)
+    project.add_table(_streamed_config("parted", kafka, topic.name))
+    project.add_table(_streamed_config("parted_twin", kafka, topic.name))
+    root = ["--project-dir", str(project.root)]
+    day = DATES[0]
+
+    def publish(partition: int, op: str, lsn: int, before: Any = None, after: Any = None) -> None:
+        when = _at(day, f"10:00:{lsn:02d}")
+        key = (after or before or {"id": 0})["id"]
+        topic.publish(key, _event(op, lsn, when, before, after), when, partition=partition)
+
+    def stream_once() -> dict[int, str]:
+        assert main([*root, "stream", "--select", "parted", "--once"]) == 0
+        return _names(project, "parted")
+
+    ben = {"id": 2, "name": "ben"}
+    publish(0, "c", 10, after={"id": 1, "name": "ann"})
+    publish(1, "c", 1, after=ben)
+    assert stream_once() == {1: "ann", 2: "ben"}
+    # Partition 1 goes on below the sequence partition 0 reached (10).
+    publish(1, "u", 5, ben, {"id": 2, "name": "benny"})
+    publish(1, "c", 6, after={"id": 3, "name": "cat"})
+    assert stream_once() == {1: "ann", 2: "benny", 3: "cat"}
+    # A truncate in partition 0; then partition 1's records of before and after it.
+    publish(0, "t", 20)
+    assert stream_once() == {}
+    publish(1, "c", 15, after={"id": 4, "name": "void"})
+    publish(1, "c", 25, after={"id": 5, "name": "eve"})
+    assert stream_once() == {5: "eve"}
+    out = capsys.readouterr().out
+    for counts in ("I 2 U 0 D 0", "I 1 U 1 D 0", "I 0 U 0 D 3", "I 1 U 0 D 0"):
+        assert f"parted {day}: applied: {counts}" in out, out
+
+    assert main([*root, "run", "--date", day, "--select", "parted"]) == 0
+    assert main([*root, "run", "--date", day, "--select", "parted_twin"]) == 0
+    assert _names(project, "parted") == _names(project, "parted_twin") == {5: "eve"}
+    history = "select business_date, operation, id, name from {}_history order by 1, 2, 3"
+    assert project.rows(history.format("parted")) == project.rows(history.format("parted_twin"))
 
 
 class _Heard:

@@ -63,7 +63,7 @@ operation_counts as (
         {%- endfor %}
         count_if(operation in ('I', 'U', 'N', 'X')) as new_state_rows,
         count_if(operation in ('I', 'U', 'N', 'X') and keyhash is null) as null_keys,
-        count_if(operation is null or operation not in ('I', 'U', 'N', 'X', 'W', 'A'))
+        count_if(operation is null or operation not in ('I', 'U', 'N', 'X', 'W', 'A', 'P'))
             as unknown_operations,
         count_if(business_date = date'{{ business_date }}' and operation in ('I', 'U', 'N', 'X'))
             as written_rows,
@@ -110,7 +110,7 @@ rules as (
             'actual', null_keys
         ),
         named_struct(
-            'rule', 'every state row is I, U, N, X, W or A',
+            'rule', 'every state row is I, U, N, X, W, A or P',
             'expected', 0L,
             'actual', unknown_operations
         ),
