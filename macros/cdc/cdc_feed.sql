@@ -268,9 +268,10 @@ net_key_events as (
 {#- CTEs watermark, applied_at_watermark, left_behind and bookkeeping: the W row (the
     watermark and the date's counts, from CTE operation_counts), an A row per event applied
     at its watermark's position, an 'a' row per earlier A row the watermarks have left
-    (from CTEs applied_events, delivered_events, previous_watermark and previous_applied). `partitioned` (a
-    topic's events): also CTEs partition_positions and partition_watermarks, a P row per
-    Kafka partition (from CTEs previous_partitions and last_truncate). -#}
+    (from CTEs applied_events, delivered_events, previous_watermark and previous_applied).
+    `partitioned` (a topic's events): also CTEs partition_positions and
+    partition_watermarks, a P row per Kafka partition (from CTEs previous_partitions and
+    last_truncate). -#}
 watermark as (
     select
         greatest(
