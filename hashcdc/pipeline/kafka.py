@@ -114,6 +114,48 @@ def check_reachable(table: TableConfig, seconds: float = 5.0) -> None:
     )
 
 
+def start_offsets(spark: SparkSession, table: TableConfig, since: int | None) -> Offsets:
+    """Every partition of the topic with the offset a read from ``since`` starts at.
+
+    That is the first record at or after ``since`` (Kafka timestamp in ms; None: the
+    partition's first record), or the partition's end when it has none. Spark's Kafka
+    source takes start offsets only for every partition of the topic, and a partition
+    that has had no record since is in no read's records: the broker lists them (Kafka's
+    admin client in the driver's JVM, from the Kafka source's own jars).
+    """
+    kafka = table.source.kafka
+    assert kafka is not None
+    jvm = spark.sparkContext._jvm
+    clients, common = jvm.org.apache.kafka.clients.admin, jvm.org.apache.kafka.common
+    seconds = jvm.java.util.concurrent.TimeUnit.SECONDS
+    settings = jvm.java.util.Properties()
+    settings.setProperty("bootstrap.servers", kafka.bootstrap_servers)
+    for name, value in kafka.options.items():
+        settings.setProperty(name, str(value))
+    admin = clients.Admin.create(settings)
+    try:
+        names = jvm.java.util.Collections.singletonList(kafka.topic)
+        described = admin.describeTopics(names).allTopicNames().get(30, seconds)
+        partitions = [info.partition() for info in described.get(kafka.topic).partitions()]
+
+        def offsets(spec: object) -> Offsets:
+            request = jvm.java.util.HashMap()
+            for partition in partitions:
+                request.put(common.TopicPartition(kafka.topic, partition), spec)
+            listed = admin.listOffsets(request).all().get(30, seconds)
+            return {
+                p: int(listed.get(common.TopicPartition(kafka.topic, p)).offset())
+                for p in partitions
+            }
+
+        first = clients.OffsetSpec.earliest() if since is None else None
+        at = offsets(first or clients.OffsetSpec.forTimestamp(since))
+        end = offsets(clients.OffsetSpec.latest())
+        return {p: at[p] if at[p] >= 0 else end[p] for p in partitions}
+    finally:
+        admin.close()
+
+
 def is_topic(location: str) -> bool:
     """Whether a location is a topic's read (not a file)."""
     return location.startswith(SCHEME)

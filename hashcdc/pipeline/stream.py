@@ -265,14 +265,16 @@ class Stream:
         assert table.source.kafka is not None
         topic = table.source.kafka.topic
         latest = self._latest(table)
-        start = self.positions.get(table.name)
-        since = None
-        if start is None and latest is not None:
-            since = kafka.date_start_ms(table, latest.business_date)
-        read = kafka.TopicRead(topic, kafka.ANY_DATE, start, None, since)
+        since = kafka.date_start_ms(table, latest.business_date) if latest is not None else None
         try:
             kafka.check_reachable(table)
-            found = self._probe(table, read)
+            # Partitions this stream has not read (all of them after a start, and any the
+            # topic gained) from the open date's start; the others from where it read up to.
+            start = {
+                **kafka.start_offsets(self.spark, table, since),
+                **self.positions.get(table.name, {}),
+            }
+            found = self._probe(table, kafka.TopicRead(topic, kafka.ANY_DATE, start))
         except Exception as exc:  # noqa: BLE001 - a broker away: tried again next step
             problem = str(exc).strip().splitlines()[0]
             if self.unreachable.get(table.name) != problem:
@@ -282,7 +284,7 @@ class Stream:
         self.unreachable.pop(table.name, None)
         if not found:
             return False
-        end = dict(start or {})
+        end = dict(start)
         for partition, _, offset in found:
             end[partition] = max(end.get(partition, 0), offset + 1)
         open_date = latest.business_date if latest is not None else None
@@ -290,7 +292,7 @@ class Stream:
         for date in dates:
             if self.stopping():
                 return False
-            read = kafka.TopicRead(topic, date, start, end, since)
+            read = kafka.TopicRead(topic, date, start, end)
             if not self._turn(table, latest, date, [read.location()]):
                 return False
             latest = self._latest(table)
