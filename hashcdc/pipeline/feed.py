@@ -264,6 +264,8 @@ def typed_events(
     """
     assert table.changes is not None
     placeholder = table.changes.unavailable_value
+    # A topic's events keep their Kafka partition: each has its own watermark.
+    partitioned = table.source.kafka is not None
     # Each piece that later steps use several times is projected once, in its own column.
     operation_value = _normalized_operation(F.col(OPERATION_RAW_COLUMN))
     flag_names = {}
@@ -323,11 +325,9 @@ def typed_events(
         F.when(~tombstone, operation).alias("event_op"),
         sequence.alias("event_sequence"),
         F.timestamp_millis(F.col(EVENT_TIME_RAW).try_cast("bigint")).alias("event_time"),
-        (
-            kafka.partition_of(F.col(SOURCE_FILE))
-            if table.source.kafka is not None
-            else F.lit(None).cast("int")
-        ).alias("event_partition"),
+        (kafka.partition_of(F.col(SOURCE_FILE)) if partitioned else F.lit(None).cast("int")).alias(
+            "event_partition"
+        ),
         F.when(
             (operation == "u") & before_present, typed_row_hash(typed_before, table.key_columns)
         ).alias("before_keyhash"),
@@ -340,9 +340,7 @@ def typed_events(
         ROW_ID,
     )
     keyed = with_hashes(cast, {"keyhash": list(table.key_columns)})
-    marked = prior.mark_new_events(
-        keyed.withColumn("event_id", _event_id(table)), partitioned=table.source.kafka is not None
-    )
+    marked = prior.mark_new_events(keyed.withColumn("event_id", _event_id(table)), partitioned)
     if unavailable and not table.is_keyless and _holds_unavailable(raw, keyed, table):
         marked = prior.fill_unavailable(marked, table)
     # The hashes of an event's row image (all but keyhash, computed above).
@@ -451,15 +449,19 @@ class PriorState:
     def watermark(self) -> DataFrame | None:
         """One row: the ``_watermark``, and how many ``A`` and ``P`` rows the state has.
 
-        ``_applied_at_watermark`` counts the ``A`` rows, ``_partitions`` the ``P`` rows.
+        ``_applied_at_watermark`` counts the ``A`` rows, ``_partitions`` the ``P`` rows;
+        ``_partition_floor`` is the watermark of partitions without a ``P`` row of their
+        own (the ``P`` row with no partition).
         """
         if self.rows is None:
             return None
         operation = F.col("operation")
+        floor = (operation == "P") & F.col("keyhash").isNull()
         return self.rows.where(operation.isin("W", "A", "P")).agg(
             F.max(F.when(operation == "W", F.col("event_sequence"))).alias("_watermark"),
             F.count_if(operation == "A").alias("_applied_at_watermark"),
             F.count_if(operation == "P").alias("_partitions"),
+            F.max(F.when(floor, F.col("event_sequence"))).alias("_partition_floor"),
         )
 
     def mark_new_events(self, events: DataFrame, partitioned: bool = False) -> DataFrame:
@@ -469,9 +471,9 @@ class PriorState:
         not among the ``A`` rows (a snapshot's reads landed over several dates). A state
         written before ``A`` rows existed has none: there, events at the watermark count as
         applied. ``partitioned`` (a topic): an event's watermark is its partition's ``P``
-        row; a partition without one is new (all of its events are) once the state has
-        ``P`` rows, and has the table's watermark before (a state a one-partition topic or
-        files wrote before partitions had watermarks).
+        row; a partition without one has the floor once the state has ``P`` rows, and the
+        table's watermark before (a state a one-partition topic or files wrote before
+        partitions had watermarks).
         """
         summary = self.watermark()
         if summary is None:
@@ -491,7 +493,10 @@ class PriorState:
             )
             watermark = (
                 F.when(F.col("event_partition").isNull(), watermark)
-                .when(F.col("_partitions") > 0, F.col("_partition_watermark"))
+                .when(
+                    F.col("_partitions") > 0,
+                    F.coalesce(F.col("_partition_watermark"), F.col("_partition_floor")),
+                )
                 .otherwise(watermark)
             )
         joined = joined.join(applied, F.col("event_id") == F.col("_applied_id"), "left")

@@ -291,10 +291,10 @@ partition_positions as (
     from previous_partitions
     union all
     select
-        cast(cast(event_partition as string) as binary) as keyhash,
+        partition_keyhash as keyhash,
         event_sequence
     from delivered_events
-    where event_partition is not null
+    where partition_keyhash is not null
     union all
     select
         cast(null as binary) as keyhash,
@@ -327,9 +327,7 @@ applied_at_watermark as (
     from delivered_events
     {%- if partitioned %}
     left join partition_watermarks
-        on
-            cast(cast(delivered_events.event_partition as string) as binary)
-            = partition_watermarks.keyhash
+        on delivered_events.partition_keyhash = partition_watermarks.keyhash
     {%- endif %}
     cross join watermark
     where
@@ -432,7 +430,8 @@ delivered_events as (
         event_op,
         event_sequence,
         event_id,
-        event_partition
+        {#- A P row's keyhash: the event's Kafka partition, its number as text. #}
+        cast(cast(event_partition as string) as binary) as partition_keyhash
     from {{ incoming }}
     where
         business_date = date'{{ business_date }}'

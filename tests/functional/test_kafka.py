@@ -183,12 +183,13 @@ def _publish_day(topic: Topic, date: str, events: list[tuple[str, int, Any, Any]
 def test_the_stream_applies_partitions_read_to_different_points_each_event_once(
     project: Any, kafka: Any, capsys: Any
 ) -> None:
-    """A topic of two partitions, one behind the other (its producer slower, or its backlog
-    longer): its records come below the sequence the other has reached, and are applied
-    when they come; those committed before a truncate the other partition carried are
-    void. Every ``--once`` reads the open date again from its start, as a restarted stream
-    does: nothing is applied twice. Closed, the date equals a daily run's of the topic."""
-    topic = Topic(kafka, "shop.public.parted", partitions=2)
+    """A topic of three partitions, one behind the other (its producer slower, or its
+    backlog longer): its records come below the sequence the other has reached, and are
+    applied when they come; those committed before a truncate the other partition
+    carried are void, also in a partition whose first record comes after it. Every
+    ``--once`` reads the open date again from its start, as a restarted stream does:
+    nothing is applied twice. Closed, the date equals a daily run's of the topic."""
+    topic = Topic(kafka, "shop.public.parted", partitions=3)
     project.add_table(_streamed_config("parted", kafka, topic.name))
     project.add_table(_streamed_config("parted_twin", kafka, topic.name))
     root = ["--project-dir", str(project.root)]
@@ -216,6 +217,9 @@ def test_the_stream_applies_partitions_read_to_different_points_each_event_once(
     assert stream_once() == {}
     publish(1, "c", 15, after={"id": 4, "name": "void"})
     publish(1, "c", 25, after={"id": 5, "name": "eve"})
+    # Partition 2's first record, from before the truncate too: no watermark of its own
+    # yet, it has the floor the truncate raised.
+    publish(2, "c", 18, after={"id": 7, "name": "void too"})
     assert stream_once() == {5: "eve"}
     out = capsys.readouterr().out
     for counts in ("I 2 U 0 D 0", "I 1 U 1 D 0", "I 0 U 0 D 3", "I 1 U 0 D 0"):
