@@ -8,6 +8,8 @@ The stream: ``hashcdc stream`` applies the topic as it grows (from the offsets i
 to), goes on after the broker's restart, closes a date when the next one's events come,
 and stops on SIGTERM; closed, its dates equal a daily twin's on the same topic. A topic
 of two partitions read to different points: each event applied once, when it comes.
+The stream in the project's engine, the engine SIGKILLed before and after a batch's commit:
+the stream started again applies each event once.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
+
+from servers import Lines, alive, engine_pids, finish, hashcdc, hashcdc_environment, query_rows
 
 from hashcdc.cli import main
 from hashcdc.runtime.local_servers import wait_until
@@ -330,3 +335,84 @@ def _wait(check: Any, seen: list[dict[int, str]], project: Any, seconds: float =
             return
         time.sleep(1)
     seen.append(_names(project, "streamed"))
+
+
+def test_a_stream_of_a_topic_killed_before_and_after_a_commit_applies_each_event_once(
+    project: Any, kafka: Any, tmp_path: Path, engines_dir: Path
+) -> None:
+    """``hashcdc stream`` in the project's engine over a topic of two partitions; the engine
+    SIGKILLed while a batch's MERGE runs (before its commit), then right after a batch's
+    commit (before the stream moved its offsets or wrote the audit row). Each time the
+    stream started again applies the topic from its open date's start: the killed batch's
+    events once, the committed batch's not again. Closed, the date holds each change once."""
+    topic = Topic(kafka, "shop.public.killed", partitions=2)
+    project.add_table(_streamed_config("killed", kafka, topic.name))
+    env = hashcdc_environment(f"file://{tmp_path}/warehouse", "local")
+    day = DATES[0]
+    alice, bob, carol = (
+        {"id": n, "name": name} for n, name in enumerate(["alice", "bob", "carol"])
+    )
+    _publish_day(topic, day, [("c", 1, None, alice), ("c", 2, None, bob), ("c", 3, None, carol)])
+    streams = [Lines(hashcdc(project.root, env, "stream", "--interval", "0.5"))]
+    wait_until(lambda: "applied: I 3" in streams[-1].text(), 300, "the first batch")
+    [log] = (tmp_path / "warehouse").rglob("killed_state/_delta_log")
+
+    def commits() -> int:
+        return len(list(log.glob("*.json")))
+
+    def merges_begun() -> int:
+        logs = project.root.glob("logs/stream-*/dbt.log")
+        return sum(
+            1
+            for line in "".join(p.read_text(errors="replace") for p in logs).splitlines()
+            if " START " in line and ".killed_state " in line
+        )
+
+    def kill_the_engine_at(ready: Any, what: str) -> None:
+        [engine] = [pid for pid in engine_pids(engines_dir) if alive(pid)]
+        deadline = time.monotonic() + 300
+        while not ready():
+            assert time.monotonic() < deadline, f"no {what} in 300 s:\n{streams[-1].text()}"
+            time.sleep(0.02)
+        os.kill(engine, signal.SIGKILL)
+        client = streams[-1].process
+        status, err = client.wait(120), client.stderr.read()
+        assert status != 0 and "the engine ended" in err, err[-2000:]
+
+    def start_again(expected: str) -> None:
+        streams.append(Lines(hashcdc(project.root, env, "stream", "--interval", "0.5")))
+        applied = f"killed {day}: applied:"
+        wait_until(lambda: applied in streams[-1].text(), 300, "a batch after the restart")
+        assert f"{applied} {expected}" in streams[-1].text(), streams[-1].text()
+
+    # Killed while the batch's MERGE runs: nothing of it committed.
+    before, begun = commits(), merges_begun()
+    _publish_day(topic, day, [("u", 4, bob, {"id": 1, "name": "bobby"}), ("d", 5, carol, None)])
+    kill_the_engine_at(lambda: merges_begun() > begun, "MERGE of the next batch")
+    assert commits() == before, "the kill came after the commit: it tested nothing"
+    start_again("I 0 U 1 D 1")
+    assert _rows(project, env) == {0: "alice", 1: "bobby"}
+
+    # Killed right after a batch's commit: the stream started again applies none of it.
+    before = commits()
+    renamed, dave = {"id": 5, "name": "alice"}, {"id": 3, "name": "dave"}
+    _publish_day(topic, day, [("u", 6, alice, renamed), ("c", 7, None, dave)])
+    kill_the_engine_at(lambda: commits() > before, "commit of the next batch")
+    start_again("I 0 U 0 D 0")
+    assert _rows(project, env) == {1: "bobby", 3: "dave", 5: "alice"}
+    streams[-1].process.send_signal(signal.SIGTERM)
+    streams[-1].process.wait(120)
+
+    # Closed as a user closes it: each change of the date once.
+    status, _, err = finish(hashcdc(project.root, env, "run", "--date", day, "--select", "killed"))
+    assert status == 0, err[-2000:]
+    history = "select operation, id, name from killed_history order by 2"
+    assert query_rows(project.root, env, history) == [
+        ["I", "1", "bobby"], ["I", "3", "dave"], ["I", "5", "alice"]
+    ]  # fmt: skip
+
+
+def _rows(project: Any, env: dict[str, str]) -> dict[int, str]:
+    """``killed_current`` read by ``hashcdc query`` (the engine's private warehouse)."""
+    rows = query_rows(project.root, env, "select id, name from killed_current")
+    return {int(id_): name for id_, name in rows}

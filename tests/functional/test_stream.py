@@ -21,13 +21,20 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from feed_events import create, delete, feed_config, json_lines, truncate, update
-from servers import alive, engine_pids, finish, hashcdc, hashcdc_environment, wait_until
+from servers import (
+    Lines,
+    alive,
+    engine_pids,
+    hashcdc,
+    hashcdc_environment,
+    query_rows,
+    wait_until,
+)
 
 from hashcdc.cli import main
 
@@ -236,31 +243,8 @@ EXPECTED_HISTORY = [
 ]
 
 
-class Lines(threading.Thread):
-    """The lines a process writes to its standard output, collected as they come."""
-
-    def __init__(self, process: Any) -> None:
-        super().__init__(daemon=True)
-        self.process = process
-        self.lines: list[str] = []
-        self.start()
-
-    def run(self) -> None:
-        for line in self.process.stdout:
-            self.lines.append(line)
-
-    def text(self) -> str:
-        return "".join(self.lines)
-
-
-def _query(root: Path, env: dict[str, str], sql: str) -> list[list[str]]:
-    status, out, err = finish(hashcdc(root, env, "query", sql), 300)
-    assert status == 0, err[-2000:]
-    return [line.split(",") for line in out.strip().splitlines()[1:]]
-
-
 def _live_current(root: Path, env: dict[str, str]) -> list[tuple[int, str]]:
-    rows = _query(root, env, "select id, name from live_current order by id")
+    rows = query_rows(root, env, "select id, name from live_current order by id")
     return [(int(id_), name) for id_, name in rows]
 
 
@@ -312,7 +296,7 @@ def test_stream_as_a_service_survives_a_killed_engine_and_stops_on_sigterm(
 
     # The date the stream closed holds its net changes, each once.
     assert _live_current(project.root, env) == [(8, "eve"), (11, "frank")]
-    history = _query(
+    history = query_rows(
         project.root,
         env,
         "select cast(business_date as string), operation, id, name from live_history "

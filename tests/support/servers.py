@@ -430,6 +430,30 @@ def finish(process: subprocess.Popen, seconds: float = 600) -> tuple[int, str, s
     return process.returncode, out, err
 
 
+class Lines(threading.Thread):
+    """The lines a process writes to its standard output, collected as they come."""
+
+    def __init__(self, process: Any) -> None:
+        super().__init__(daemon=True)
+        self.process = process
+        self.lines: list[str] = []
+        self.start()
+
+    def run(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def text(self) -> str:
+        return "".join(self.lines)
+
+
+def query_rows(project_dir: Path, env: dict[str, str], sql: str) -> list[list[str]]:
+    """The rows of a ``hashcdc query`` (its CSV without the header), each a list of texts."""
+    status, out, err = finish(hashcdc(project_dir, env, "query", sql), 300)
+    assert status == 0, err[-2000:]
+    return [line.split(",") for line in out.strip().splitlines()[1:]]
+
+
 def snapshot_sql(relations: list[str]) -> str:
     """One query returning every row of ``relations`` as (relation, JSON of the row)."""
     return " union all ".join(
