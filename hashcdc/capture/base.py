@@ -36,6 +36,7 @@ from hashcdc.capture.landing import (
     write_atomically,
 )
 from hashcdc.config import TableConfig
+from hashcdc.dates import date_in_zone
 from hashcdc.errors import HashcdcError
 from hashcdc.pipeline.evolution.schema_changes import (
     SCHEMA_FILE_PREFIX,
@@ -76,7 +77,7 @@ class CaptureOptions:
     roll_seconds: float = 60.0
     retry_seconds: float = 300.0
     # Every event into this business date (batch use: `capture --once --date D`, then
-    # `run --date D`); None: each transaction into the date (UTC) it committed on.
+    # `run --date D`); None: each transaction into the date it committed on (tables' zone).
     business_date: str | None = None
 
 
@@ -203,9 +204,12 @@ class LogCapture:
     # The snapshot -------------------------------------------------------------------
 
     def day(self, commit_time: dt.datetime | None = None) -> str:
-        """The business date of a transaction (``--date``, else its commit's date, UTC)."""
+        """The business date of a transaction.
+
+        ``--date``, else its commit's date in the tables' time zone (``changes.time_zone``).
+        """
         moment = commit_time or dt.datetime.now(dt.timezone.utc)
-        return self.options.business_date or moment.astimezone(dt.timezone.utc).date().isoformat()
+        return self.options.business_date or date_in_zone(moment, self.group.time_zone)
 
     def begin_snapshot(self, position: int) -> str:
         """Record that the snapshot at ``position`` is being read; its business date."""
@@ -283,14 +287,14 @@ class LogCapture:
 
         The date then has an extract, and its run applies no change instead of stopping
         for a missing extract. With ``--date D``: D. As a service (no ``--date``): every
-        day (UTC) from the snapshot's, or the last one done, to today, checked at each
-        roll; a day's events may still land beside its empty file. A paused table gets
-        none (its events are held).
+        day (in the tables' time zone) from the snapshot's, or the last one done, to today,
+        checked at each roll; a day's events may still land beside its empty file. A paused
+        table gets none (its events are held).
         """
         if self.options.business_date is not None:
             days = [self.options.business_date]
         else:
-            today = dt.datetime.now(dt.timezone.utc).date()
+            today = dt.date.fromisoformat(self.day())  # in the tables' time zone
             done = self.offsets.quiet_through or self.offsets.snapshot_date
             if self.offsets.snapshot != "done" or done is None or done > today.isoformat():
                 return

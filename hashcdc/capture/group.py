@@ -27,6 +27,11 @@ class CaptureGroup:
     publication: str
     tables: tuple[TableConfig, ...]
 
+    @property
+    def time_zone(self) -> str:
+        """The zone of the business dates transactions land in (one for the group)."""
+        return self.tables[0].time_zone
+
     def table_for(self, source_table: str) -> TableConfig | None:
         """The config of a source table (``schema.table``), if it is captured."""
         for table in self.tables:
@@ -68,6 +73,14 @@ def capture_group(tables: list[TableConfig]) -> CaptureGroup:
             f"{len(groups)} ({described}): run `hashcdc capture --select` once per group"
         )
     members = next(iter(groups.values()))
+    zones = {table.time_zone for table in members}
+    if len(zones) > 1:
+        described = ", ".join(f"{t.name} ({t.time_zone})" for t in members)
+        raise HashcdcError(
+            "one capture lands each transaction in one business date, so the tables it "
+            f"reads share changes.time_zone; these differ: {described}. Give them the same "
+            "time_zone in their configs"
+        )
     database = database_of(members[0])
     return CaptureGroup(
         database, database.capture_slot, database.capture_publication, tuple(members)

@@ -148,6 +148,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=1_000_000,
         help="records of a topic's partition a micro-batch reads at most (default: 1000000)",
     )
+    stream.add_argument(
+        "--close-after",
+        type=float,
+        metavar="MINUTES",
+        help="close an open date itself this many minutes after its end (in the table's "
+        "time zone), also when no later event came; default: when a later date's first "
+        "events come, or by `hashcdc run --date`",
+    )
 
     extract = sub.add_parser(
         "extract",

@@ -45,6 +45,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         print=lambda line: print(line, flush=True),
         max_files=args.max_files,
         max_records=args.max_records,
+        close_after=args.close_after,
     )
     if threading.current_thread() is not threading.main_thread():
         return stream.run(args.interval, once=args.once)

@@ -471,6 +471,15 @@ class ChangesConfig:
         minLength=1,
         message="must be the connector's placeholder text (or null to turn it off), got {value!r}",
     )
+    time_zone: str = setting(
+        "UTC",
+        description="The time zone of the table's business dates: an event belongs to the date "
+        "its source commit has in this zone (an IANA name, e.g. Europe/Berlin). Used where "
+        "hashcdc assigns the dates: `hashcdc capture`'s landing folders and a Kafka topic's "
+        "dates; a landing folder written by hand is its own date.",
+        minLength=1,
+        message="must be an IANA time zone name (UTC, Europe/Berlin, ...), got {value!r}",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -622,6 +631,11 @@ class TableConfig:
     def is_feed(self) -> bool:
         """Whether the extracts are change events rather than rows."""
         return self.extract_type == "changes"
+
+    @property
+    def time_zone(self) -> str:
+        """The zone of the table's business dates (``changes.time_zone``; UTC for extracts)."""
+        return self.changes.time_zone if self.changes is not None else "UTC"
 
     @property
     def is_keyless(self) -> bool:

@@ -30,6 +30,8 @@ from hashcdc.config.schema import (
     event_formats,
     field_place,
 )
+from hashcdc.dates import time_zone
+from hashcdc.errors import HashcdcError
 
 
 def _column_rules(where: str, column: Any, problems: Problems) -> None:
@@ -227,6 +229,12 @@ def _changes_rules(raw: dict[str, Any], problems: Problems) -> None:
         problems.add(
             "duplicates_keep_last_by", "not for change feeds: changes.sequence_by orders events"
         )
+    zone = block.get("time_zone")
+    if isinstance(zone, str) and zone:
+        try:
+            time_zone(zone)
+        except HashcdcError as exc:
+            problems.add("changes.time_zone", str(exc))
 
 
 def sequence_type(item: dict[str, Any]) -> str | None:

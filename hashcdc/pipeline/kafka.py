@@ -1,7 +1,8 @@
 """A change feed read from a Kafka topic (``source.kafka``) through Spark's Kafka source.
 
-A business date's events are those whose source commit time falls in the date (UTC, as
-``hashcdc capture`` lands them). A date's read starts at the first record whose Kafka
+A business date's events are those whose source commit time falls in the date, in the
+table's time zone (``changes.time_zone``, UTC by default; as ``hashcdc capture`` lands
+them). A date's read starts at the first record whose Kafka
 timestamp is at or after the date's start, less ``clock_skew_seconds`` (a record is
 produced after its commit, so no earlier record holds an event of the date), and goes to
 the topic's end; events committed after the date are left for the next one. Events of
@@ -18,7 +19,6 @@ a row's file is ``kafka://<topic>/<partition>`` and its row id the record's offs
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import socket
 import urllib.parse
@@ -28,6 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
+from hashcdc.dates import date_bounds_ms
 from hashcdc.errors import InputDataError
 from hashcdc.pipeline.columns import BLOCK_START, ROW_ID, SOURCE_FILE
 
@@ -161,21 +162,27 @@ def is_topic(location: str) -> bool:
     return location.startswith(SCHEME)
 
 
-def _epoch_ms(day: dt.date) -> int:
-    start = dt.datetime.combine(day, dt.time(), tzinfo=dt.timezone.utc)
-    return int(start.timestamp() * 1000)
-
-
-def date_end_ms(business_date: str) -> int:
-    """The end of a business date (UTC), in epoch milliseconds."""
-    return _epoch_ms(dt.date.fromisoformat(business_date) + dt.timedelta(days=1))
+def date_end_ms(table: TableConfig, business_date: str) -> int:
+    """The end of a business date in the table's time zone, in epoch milliseconds."""
+    return date_bounds_ms(business_date, table.time_zone)[1]
 
 
 def date_start_ms(table: TableConfig, business_date: str) -> int:
     """The Kafka timestamp a date's read starts at (its start, less the clock skew)."""
     assert table.source.kafka is not None
-    day = dt.date.fromisoformat(business_date)
-    return _epoch_ms(day) - table.source.kafka.clock_skew_seconds * 1000
+    start = date_bounds_ms(business_date, table.time_zone)[0]
+    return start - table.source.kafka.clock_skew_seconds * 1000
+
+
+def commit_date(table: TableConfig, commit_ms: Column) -> Column:
+    """The business date of a source commit time (epoch milliseconds) in the table's zone.
+
+    Independent of the session's time zone.
+    """
+    moment = F.timestamp_millis(commit_ms.cast("bigint"))
+    # The zone's wall clock as if it were UTC, then its day number.
+    local_ms = F.unix_millis(F.from_utc_timestamp(moment, table.time_zone))
+    return F.date_from_unix_date(F.floor(local_ms / 86_400_000).cast("int"))
 
 
 def read_topic_lines(
@@ -213,7 +220,7 @@ def read_topic_lines(
     )
 
 
-def in_date(location: str, commit_ms: Column) -> Column:
+def in_date(table: TableConfig, location: str, commit_ms: Column) -> Column:
     """Whether an event belongs to the read's date (or an earlier one): committed before its end.
 
     A read of any date keeps every event.
@@ -221,7 +228,8 @@ def in_date(location: str, commit_ms: Column) -> Column:
     read = TopicRead.parse(location)
     if read.business_date == ANY_DATE:
         return F.lit(True)
-    return commit_ms.isNull() | (commit_ms.cast("bigint") < F.lit(date_end_ms(read.business_date)))
+    end = date_end_ms(table, read.business_date)
+    return commit_ms.isNull() | (commit_ms.cast("bigint") < F.lit(end))
 
 
 def partition_of(source_file: Column) -> Column:

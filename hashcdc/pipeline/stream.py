@@ -41,6 +41,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
+from hashcdc.dates import date_bounds_ms, date_in_zone
 from hashcdc.errors import HashcdcError
 from hashcdc.pipeline import kafka
 from hashcdc.pipeline.columns import ROW_ID, SOURCE_FILE
@@ -180,6 +181,9 @@ class Stream:
     # most this many landed files, or records of a topic, a batch; the rest in later ones.
     max_files: int = 100
     max_records: int = 1_000_000
+    # Minutes after an open date's end (the table's zone) when the stream closes it itself;
+    # None: when a later date's first events come (or a user's `hashcdc run --date`).
+    close_after: float | None = None
     seen: dict[tuple[str, str], Signature] = field(default_factory=dict)
     # A topic's offsets this stream read up to (none yet: from its open date's start).
     positions: dict[str, kafka.Offsets] = field(default_factory=dict)
@@ -218,12 +222,18 @@ class Stream:
             yield
 
     def step(self, table: TableConfig) -> None:
-        """Apply the dates whose files changed since this stream last applied them."""
+        """Apply what landed since this stream last looked; close the open date when due."""
         if table.source.kafka is not None:
             # One bounded range of records a round, until the topic has no new one.
             while self._topic_round(table) and not self.stopping():
                 pass
-            return None
+        else:
+            self._files_step(table)
+        if table.name not in self.failed and not self.stopping():
+            self._close_when_over(table)
+
+    def _files_step(self, table: TableConfig) -> None:
+        """Apply the dates whose files changed since this stream last applied them."""
         landed = landed_dates(table, self.project_dir)
         latest = self._latest(table)
         for date in sorted(landed):
@@ -311,15 +321,13 @@ class Stream:
         raw = raw.withColumn("_first", first).where(
             F.col(ROW_ID) < F.col("_first") + self.max_records
         )
-        # The commit's date in UTC, from epoch milliseconds (no session time zone involved).
-        days = F.floor(F.col(EVENT_TIME_RAW).cast("bigint") / 86_400_000).cast("int")
-        today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+        # The commit's date in the table's time zone (no session time zone involved).
+        committed = kafka.commit_date(table, F.col(EVENT_TIME_RAW))
+        today = date_in_zone(dt.datetime.now(dt.timezone.utc), table.time_zone)
         rows = (
             raw.groupBy(
                 kafka.partition_of(F.col(SOURCE_FILE)).alias("partition"),
-                F.coalesce(F.date_from_unix_date(days).cast("string"), F.lit(today)).alias(
-                    "business_date"
-                ),
+                F.coalesce(committed.cast("string"), F.lit(today)).alias("business_date"),
             )
             .agg(F.max(ROW_ID).alias("offset"))
             .collect()
@@ -345,6 +353,25 @@ class Stream:
             self._fail(table, applied)
             return False
         return True
+
+    def _close_when_over(self, table: TableConfig) -> None:
+        """Close the open date once ``close_after`` minutes have passed since its end.
+
+        A late event of the date that comes after this applies to it again (it opens
+        again) and the next step closes it again, as a replay would.
+        """
+        if self.close_after is None:
+            return
+        latest = self._latest(table)
+        if latest is None or not latest.is_open:
+            return
+        end_ms = date_bounds_ms(latest.business_date, table.time_zone)[1]
+        if time.time() * 1000 < end_ms + self.close_after * 60_000:
+            return
+        with self.turn(), table_locks(self.spark, [table.name]):
+            closed = self._close(table, latest.business_date)
+        if closed.status in audit.FAILED_STATUSES:
+            self._fail(table, closed)
 
     def _fail(self, table: TableConfig, batch: Batch) -> None:
         self.failed[table.name] = batch.error or batch.status

@@ -4,8 +4,9 @@ A Debezium feed lands over two business dates in several files (one delivered tw
 In the test process, ``hashcdc stream --once`` applies what has landed after each
 delivery: ``current`` shows every landed event; a date stays open (no history) until the
 next date's first events, when the stream closes it. A twin table gets the same files
-through daily ``hashcdc run`` dates: once the stream's dates are closed (the last one by
-``hashcdc run --date``, as a user closes it), current and history equal the twin's.
+through daily ``hashcdc run`` dates: once the stream's dates are closed (one by
+``hashcdc run --date``, as a user closes it, the last by a stream's ``--close-after`` once
+the date is over), current and history equal the twin's.
 
 A backlog is read in bounded batches (``--max-files``), in landing order.
 
@@ -194,14 +195,19 @@ def test_stream_applies_each_event_once_and_its_closed_dates_equal_daily_runs(
     assert _dates(project, "streamed") == [(DATES[0], False), (DATES[1], False)]
     assert "RESTORE" not in _state_operations(project, "streamed")
 
-    # The third date in two micro-batches (the first two files, then the third), closed by
-    # a user's run: its net changes, as a daily run of the date has them (below).
+    # The third date in two micro-batches (the first two files, then the third); then a
+    # stream that closes a date itself once it is over (`--close-after`: minutes after its
+    # end in the table's time zone), with no later event: its net changes, as a daily run
+    # of the date has them (below).
     for name in "bc":
         _deliver(project, "streamed", THIRD, name, THIRD_FILES[name])
     assert _hashcdc(project, "stream", "--select", "streamed", "--once", "--max-files", "2") == 0
     assert [line for line in capsys.readouterr().out.splitlines() if ": applied: " in line]
     assert _dates(project, "streamed")[-1] == (THIRD, True)
-    assert _hashcdc(project, "run", "--date", THIRD, "--select", "streamed") == 0
+    closing = ["stream", "--select", "streamed", "--once", "--close-after", "60"]
+    assert _hashcdc(project, *closing) == 0
+    assert f"streamed {THIRD}: closed: " in capsys.readouterr().out
+    assert _dates(project, "streamed")[-1] == (THIRD, False)
     assert "RESTORE" not in _state_operations(project, "streamed")
 
     # The twin, run daily from the same files, holds the same current (with each row's

@@ -128,3 +128,22 @@ def test_a_mariadb_value_lands_as_select_shows_it(
     if isinstance(value, str):
         value = decimal.Decimal(value)
     assert json_value(value, column_type) == selected
+
+
+def test_a_capture_lands_in_one_time_zone() -> None:
+    from hashcdc.capture.group import capture_group
+    from hashcdc.config import parse_table_config
+    from hashcdc.errors import HashcdcError
+
+    tables = []
+    for name, zone in (("orders", "Europe/Berlin"), ("items", "UTC")):
+        config = captured_config(5432, name, name)
+        config["changes"] = {**config["changes"], "time_zone": zone}
+        config["source"]["database"]["slot"] = "hashcdc_shop"  # one capture reads both
+        table, problems = parse_table_config(config, f"tables/{name}.yml")
+        assert problems == [] and table is not None
+        tables.append(table)
+    assert capture_group(tables[:1]).time_zone == "Europe/Berlin"
+    with pytest.raises(HashcdcError, match="share changes.time_zone; these differ: "
+                       r"orders \(Europe/Berlin\), items \(UTC\)"):  # fmt: skip
+        capture_group(tables)

@@ -491,3 +491,15 @@ def test_a_kafka_source_is_checked_against_the_other_fields() -> None:
         "tables/t.yml: source.format: a topic of Debezium events is read as debezium or "
         "debezium_flat: set format",
     ]
+
+
+def test_a_feeds_time_zone_is_an_iana_name() -> None:
+    config, problems = parse(FEED)
+    assert problems == [] and config.time_zone == "UTC"
+    config, problems = parse(FEED.replace("  history: audit\n", "  time_zone: Europe/Berlin\n"))
+    assert problems == [] and config.time_zone == "Europe/Berlin"
+    _, problems = parse(FEED.replace("  history: audit\n", "  time_zone: Mars/Olympus\n"))
+    assert problems == [
+        "tables/t.yml: changes.time_zone: unknown time zone 'Mars/Olympus': give an IANA name "
+        "such as UTC or Europe/Berlin"
+    ]

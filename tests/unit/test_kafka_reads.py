@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 
 import pytest
@@ -58,3 +59,24 @@ def test_no_broker_answering_is_one_line_naming_the_field() -> None:
     assert f"no Kafka broker answers (127.0.0.1:{port}: " in message
     assert "source.kafka.bootstrap_servers in tables/people.yml" in message
     assert "Nothing was written" in message
+
+
+def test_a_date_is_bounded_in_the_tables_time_zone() -> None:
+    import datetime as dt
+
+    from hashcdc.dates import date_bounds_ms, date_in_zone
+    from hashcdc.pipeline.kafka import date_end_ms
+
+    table = _table("127.0.0.1:9092")
+    zoned = dataclasses.replace(
+        table, changes=dataclasses.replace(table.changes, time_zone="America/New_York")
+    )
+    # New York is five hours behind UTC in March until the 10th (EST), four after (EDT).
+    assert date_start_ms(zoned, "2024-03-02") == 1_709_337_600_000 + 5 * 3_600_000 - 60_000
+    assert date_end_ms(zoned, "2024-03-02") - date_end_ms(table, "2024-03-02") == 5 * 3_600_000
+    start, end = date_bounds_ms("2024-03-10", "America/New_York")
+    assert end - start == 23 * 3_600_000  # the clocks go forward that night
+    committed = dt.datetime(2024, 3, 2, 2, 0, tzinfo=dt.timezone.utc)
+    assert date_in_zone(committed, "UTC") == "2024-03-02"
+    assert date_in_zone(committed, "America/New_York") == "2024-03-01"
+    assert date_in_zone(committed, "Asia/Tokyo") == "2024-03-02"

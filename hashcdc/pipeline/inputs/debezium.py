@@ -231,7 +231,7 @@ class JsonEventsReader(Reader):
             for f in table.changes.sequence_by
         }
         if files and kafka.is_topic(files[0]):
-            lines = lines.where(kafka.in_date(files[0], event_time))
+            lines = lines.where(kafka.in_date(table, files[0], event_time))
         return lines.select(
             *[value.alias(name) for name, value in image.items()],
             *[value.alias(BEFORE_PREFIX + name) for name, value in before.items()],
