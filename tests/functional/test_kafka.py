@@ -9,7 +9,7 @@ to), goes on after the broker's restart, closes a date when the next one's event
 and stops on SIGTERM; closed, its dates equal a daily twin's on the same topic. A topic
 of two partitions read to different points: each event applied once, when it comes.
 The stream in the project's engine, the engine SIGKILLed before and after a batch's commit:
-the stream started again applies each event once.
+the stream started again applies each event once. A table's dates in its time zone.
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ class Topic:
         committed: int,
         wrapped: bool = False,
         partition: int = -1,
+        flush: bool = True,
     ) -> None:
         if value is not None and wrapped:
             value = json.dumps({"schema": {"type": "struct"}, "payload": json.loads(value)})
@@ -88,6 +89,15 @@ class Topic:
             timestamp=committed + 1000,
             partition=partition,
         )
+        if flush:
+            assert self.producer.flush(30) == 0
+
+    def publish_transaction(self, records: list[tuple[int, str]], committed: int) -> None:
+        """Records of one source transaction (key, value), sent together, then flushed once."""
+        for key, value in records:
+            self.producer.produce(
+                self.name, key=json.dumps({"id": key}), value=value, timestamp=committed + 1000
+            )
         assert self.producer.flush(30) == 0
 
 
@@ -175,14 +185,18 @@ def _names(project: Any, table: str) -> dict[int, str]:
     return {row["id"]: row["name"] for row in project.rows(f"select id, name from {table}_current")}
 
 
-def _publish_day(topic: Topic, date: str, events: list[tuple[str, int, Any, Any]]) -> None:
-    """Events of a date: (op, lsn, before, after), a second apart; a tombstone after a delete."""
+def _publish_day(
+    topic: Topic, date: str, events: list[tuple[str, int, Any, Any]], flush: bool = True
+) -> None:
+    """Events of a date: (op, lsn, before, after), a second apart; a tombstone after a delete.
+
+    ``flush=False``: sent with the topic's next flush."""
     for n, (op, lsn, before, after) in enumerate(events):
         when = _at(date, f"10:00:{n:02d}")
         key = (after or before or {"id": 0})["id"]
-        topic.publish(key, _event(op, lsn, when, before, after), when)
+        topic.publish(key, _event(op, lsn, when, before, after), when, flush=flush)
         if op == "d":
-            topic.publish(key, None, when)
+            topic.publish(key, None, when, flush=flush)
 
 
 def test_the_stream_applies_partitions_read_to_different_points_each_event_once(
@@ -237,6 +251,39 @@ def test_the_stream_applies_partitions_read_to_different_points_each_event_once(
     assert project.rows(history.format("parted")) == project.rows(history.format("parted_twin"))
 
 
+def test_a_topics_dates_are_its_commits_dates_in_the_tables_time_zone(
+    project: Any, kafka: Any, capsys: Any
+) -> None:
+    """``changes.time_zone: America/New_York``: a record committed at 02:00 UTC on 2 March
+    is of 1 March there, one at 04:30 UTC on 3 March of 2 March. The stream finds each
+    record's date in the zone, its batches keep a date's records by the zone's day, and
+    the dates' histories follow it (in UTC the three would be of 2 and 3 March)."""
+    topic = Topic(kafka, "shop.public.zoned")
+    config = _streamed_config("zoned", kafka, topic.name)
+    config["changes"]["time_zone"] = "America/New_York"
+    project.add_table(config)
+    root = ["--project-dir", str(project.root)]
+    for lsn, (key, committed) in enumerate(
+        [(1, "2024-03-02T02:00:00"), (2, "2024-03-02T12:00:00"), (3, "2024-03-03T04:30:00")],
+        start=1,
+    ):
+        date, clock = committed.split("T")
+        when = _at(date, clock)
+        topic.publish(key, _event("c", lsn, when, after={"id": key, "name": f"p{key}"}), when)
+    assert main([*root, "stream", "--select", "zoned", "--once"]) == 0
+    out = capsys.readouterr().out
+    assert "zoned 2024-03-01: applied: I 1 U 0 D 0" in out, out
+    assert "zoned 2024-03-01: closed: I 1 U 0 D 0" in out, out
+    assert "zoned 2024-03-02: applied: I 2 U 0 D 0" in out, out
+    assert main([*root, "run", "--date", "2024-03-02", "--select", "zoned"]) == 0
+    rows = project.rows("select business_date, operation, id from zoned_history order by 3")
+    assert [(str(r["business_date"]), r["operation"], r["id"]) for r in rows] == [
+        ("2024-03-01", "I", 1),
+        ("2024-03-02", "I", 2),
+        ("2024-03-02", "I", 3),
+    ]
+
+
 class _Heard:
     """Standard output passed on as it is, its text also kept: a thread waits for a line."""
 
@@ -280,8 +327,12 @@ def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
         ("u", 6, alice, {"id": 5, "name": "alice"}),  # the key changes (0 -> 5)
         ("c", 7, None, dave),
     ]
+    # The next day: an update, a truncate, an insert whose record carries a field the
+    # config lacks (the source added a column), and a transaction of 2,000 inserts.
     next_day = [("u", 8, dave, {"id": 3, "name": "david"}), ("t", 9, None, None),
-                ("c", 10, None, {"id": 8, "name": "eve"})]  # fmt: skip
+                ("c", 10, None, {"id": 8, "name": "eve", "score": 90})]  # fmt: skip
+    batch = {n: f"row {n}" for n in range(100, 2100)}
+    at_the_end = {8: "eve", **batch}
     after_same_day = {1: "bobby", 3: "dave", 5: "alice"}
     seen: list[dict[int, str]] = []
 
@@ -296,8 +347,17 @@ def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
             said = "no Kafka broker answers"
             wait_until(lambda: said in heard.text, 120, f"the stream saying {said!r}")
             kafka.start()
-            _publish_day(topic, second, next_day)
-            _wait(lambda: _names(project, "streamed") == {8: "eve"}, seen, project)
+            # The day's records sent together (one flush), so that a batch reads them all.
+            _publish_day(topic, second, next_day, flush=False)
+            committed = _at(second, "11:00:00")
+            topic.publish_transaction(
+                [
+                    (n, _event("c", 10 + n, committed, after={"id": n, "name": name}))
+                    for n, name in batch.items()
+                ],
+                committed,
+            )
+            _wait(lambda: _names(project, "streamed") == at_the_end, seen, project)
         finally:
             os.kill(os.getpid(), signal.SIGTERM)
 
@@ -308,12 +368,12 @@ def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
     assert main([*root, "stream", "--select", "streamed", "--interval", "1"]) == 0
     publisher.join(30)
     out = capsys.readouterr().out
-    assert seen[-1:] == [{8: "eve"}], (seen, out)
+    assert seen[-1:] == [at_the_end], (seen[-1:], out)
     # A stream started again reads its open date's records again, applying the new ones;
     # then it reads from where it read up to: the next day's records only.
     assert f"streamed {first}: applied: I 2 U 1 D 2 (7 event(s) read)" in out, out
-    assert f"streamed {second}: applied: I 1 U 0 D 3 (3 event(s) read)" in out, out
-    assert "not loaded" not in out, out
+    assert f"streamed {second}: applied: I 2001 U 0 D 3 (2003 event(s) read)" in out, out
+    assert "the events carry field(s) that" in out and "not loaded: score" in out, out
     assert f"streamed {first}: closed: I 3 U 0 D 0" in out, out
     assert out.count("no Kafka broker answers") == 1, out
     assert "stopped" in out, out
@@ -322,7 +382,7 @@ def test_the_stream_applies_a_topic_as_it_grows_and_its_dates_equal_daily_runs(
     for date in (first, second):
         assert main([*root, "run", "--date", date, "--select", "daily_twin"]) == 0
     assert main([*root, "run", "--date", second, "--select", "streamed"]) == 0
-    assert _names(project, "streamed") == _names(project, "daily_twin") == {8: "eve"}
+    assert _names(project, "streamed") == _names(project, "daily_twin") == at_the_end
     history = "select business_date, operation, id, name from {}_history order by 1, 2, 3"
     assert project.rows(history.format("streamed")) == project.rows(history.format("daily_twin"))
 
