@@ -27,6 +27,7 @@ import contextlib
 import datetime as dt
 import glob
 import json
+import math
 import os
 import re
 import time
@@ -184,6 +185,8 @@ class Stream:
     # Minutes after an open date's end (the table's zone) when the stream closes it itself;
     # None: when a later date's first events come (or a user's `hashcdc run --date`).
     close_after: float | None = None
+    # When each table's open date was last looked at for --close-after (monotonic seconds).
+    close_looked: dict[str, float] = field(default_factory=dict)
     seen: dict[tuple[str, str], Signature] = field(default_factory=dict)
     # A topic's offsets this stream read up to (none yet: from its open date's start).
     positions: dict[str, kafka.Offsets] = field(default_factory=dict)
@@ -358,10 +361,16 @@ class Stream:
         """Close the open date once ``close_after`` minutes have passed since its end.
 
         A late event of the date that comes after this applies to it again (it opens
-        again) and the next step closes it again, as a replay would.
+        again) and a step within a minute closes it again, as a replay would. Not while a
+        topic's broker is away (the close reads the topic).
         """
-        if self.close_after is None:
+        if self.close_after is None or table.name in self.unreachable:
+            return  # a topic's broker away: the close would read the topic
+        # A date ends once a day: a look a minute is enough (the first at once).
+        now = time.monotonic()
+        if now - self.close_looked.get(table.name, -math.inf) < 60:
             return
+        self.close_looked[table.name] = now
         latest = self._latest(table)
         if latest is None or not latest.is_open:
             return
