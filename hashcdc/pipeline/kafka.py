@@ -115,14 +115,17 @@ def check_reachable(table: TableConfig, seconds: float = 5.0) -> None:
     )
 
 
-def start_offsets(spark: SparkSession, table: TableConfig, since: int | None) -> Offsets:
-    """Every partition of the topic with the offset a read from ``since`` starts at.
+def listed_offsets(
+    spark: SparkSession, table: TableConfig, since: int | None
+) -> tuple[Offsets, Offsets]:
+    """Every partition of the topic: the offset a read from ``since`` starts at, and its end.
 
-    That is the first record at or after ``since`` (Kafka timestamp in ms; None: the
+    The start is the first record at or after ``since`` (Kafka timestamp in ms; None: the
     partition's first record), or the partition's end when it has none. Spark's Kafka
     source takes start offsets only for every partition of the topic, and a partition
     that has had no record since is in no read's records: the broker lists them (Kafka's
-    admin client in the driver's JVM, from the Kafka source's own jars).
+    admin client in the driver's JVM, from the Kafka source's own jars). The end (the
+    offset the next record will have) tells a stream whether there is anything to read.
     """
     kafka = table.source.kafka
     assert kafka is not None
@@ -152,7 +155,7 @@ def start_offsets(spark: SparkSession, table: TableConfig, since: int | None) ->
         first = clients.OffsetSpec.earliest() if since is None else None
         at = offsets(first or clients.OffsetSpec.forTimestamp(since))
         end = offsets(clients.OffsetSpec.latest())
-        return {p: at[p] if at[p] >= 0 else end[p] for p in partitions}
+        return {p: at[p] if at[p] >= 0 else end[p] for p in partitions}, end
     finally:
         admin.close()
 

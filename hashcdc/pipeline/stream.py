@@ -283,10 +283,12 @@ class Stream:
             kafka.check_reachable(table)
             # Partitions this stream has not read (all of them after a start, and any the
             # topic gained) from the open date's start; the others from where it read up to.
-            start = {
-                **kafka.start_offsets(self.spark, table, since),
-                **self.positions.get(table.name, {}),
-            }
+            listed, ends = kafka.listed_offsets(self.spark, table, since)
+            start = {**listed, **self.positions.get(table.name, {})}
+            # Nothing new in any partition: no Spark job (an idle stream's rounds are cheap).
+            if all(start.get(partition, 0) >= end for partition, end in ends.items()):
+                self.unreachable.pop(table.name, None)
+                return False
             found = self._probe(table, kafka.TopicRead(topic, kafka.ANY_DATE, start))
         except Exception as exc:  # noqa: BLE001 - a broker away: tried again next step
             problem = str(exc).strip().splitlines()[0]
@@ -296,6 +298,8 @@ class Stream:
             return False
         self.unreachable.pop(table.name, None)
         if not found:
+            # Only tombstones up to the listed ends: the next round starts after them.
+            self.positions[table.name] = {p: max(start.get(p, 0), e) for p, e in ends.items()}
             return False
         end = dict(start)
         for partition, _, offset in found:
