@@ -286,10 +286,9 @@ class Stream:
             listed, ends = kafka.listed_offsets(self.spark, table, since)
             start = {**listed, **self.positions.get(table.name, {})}
             # Nothing new in any partition: no Spark job (an idle stream's rounds are cheap).
-            if all(start.get(partition, 0) >= end for partition, end in ends.items()):
-                self.unreachable.pop(table.name, None)
-                return False
-            found = self._probe(table, kafka.TopicRead(topic, kafka.ANY_DATE, start))
+            fresh = any(start.get(partition, 0) < end for partition, end in ends.items())
+            read = kafka.TopicRead(topic, kafka.ANY_DATE, start)
+            found = self._probe(table, read) if fresh else []
         except Exception as exc:  # noqa: BLE001 - a broker away: tried again next step
             problem = str(exc).strip().splitlines()[0]
             if self.unreachable.get(table.name) != problem:
@@ -298,7 +297,7 @@ class Stream:
             return False
         self.unreachable.pop(table.name, None)
         if not found:
-            # Only tombstones up to the listed ends: the next round starts after them.
+            # Nothing, or only tombstones, up to the listed ends: the next round starts there.
             self.positions[table.name] = {p: max(start.get(p, 0), e) for p, e in ends.items()}
             return False
         end = dict(start)
