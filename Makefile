@@ -33,7 +33,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	@# The editable install of a mapped package (dbt.adapters.hashcdc) makes setuptools print
 	@# a general caution about folders named like the package: nothing to act on here.
-	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install --quiet -e '.[dev,peer]'
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install --quiet -e '.[dev,peer,bench]'
 	touch $@
 
 # DuckDB as a reader of the lake, beside the peer's own version (tests/readers.txt).
@@ -68,8 +68,8 @@ test-unit: install
 	$(BIN)/pytest tests/unit
 
 lint: install
-	$(BIN)/ruff check hashcdc tests python_models
-	$(BIN)/ruff format --check hashcdc tests python_models
+	$(BIN)/ruff check hashcdc tests python_models setup.py
+	$(BIN)/ruff format --check hashcdc tests python_models setup.py
 	$(BIN)/hashcdc generate --check
 	$(BIN)/hashcdc --project-dir integration_tests generate --check
 	rm -rf target/lint && $(LINT_ENV) $(BIN)/sqlfluff lint integration_tests/models

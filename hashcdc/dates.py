@@ -73,7 +73,7 @@ def time_zone(name: str) -> dt.tzinfo:
 def date_in_zone(moment: dt.datetime, zone: str) -> str:
     """The business date (``YYYY-MM-DD``) of a moment in a time zone (naive: UTC)."""
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.timezone.utc)
+        moment = moment.replace(tzinfo=dt.UTC)
     return moment.astimezone(time_zone(zone)).date().isoformat()
 
 

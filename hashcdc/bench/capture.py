@@ -109,7 +109,7 @@ def _commit_to_current(
     database: SourceDatabase, group: Any, work: Path, environment: dict[str, str]
 ) -> dict[str, Any]:
     """Seconds from a commit on the source to ``current`` showing it (see the module doc)."""
-    today = dt.datetime.now(dt.timezone.utc).date()
+    today = dt.datetime.now(dt.UTC).date()
     figures = {"first_run_s": round(_run_date(work, environment, today.isoformat()), 1)}
     next_day = (today + dt.timedelta(days=1)).isoformat()
     log = work / "capture.log"

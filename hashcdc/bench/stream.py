@@ -296,7 +296,7 @@ def _run(
     generate.write(work, load_table_configs(work / "tables"))
     figures: dict[str, Any] = {"rows": rows, "rate": rate, "seconds": seconds}
     figures["source"] = "kafka" if broker is not None else "files"
-    today = dt.datetime.now(dt.timezone.utc).date().isoformat()
+    today = dt.datetime.now(dt.UTC).date().isoformat()
     feeds: tuple[Folder | Topic, Folder | Topic] = (
         (Topic(broker.bootstrap_servers, TABLE), Topic(broker.bootstrap_servers, PEER_TOPIC))
         if broker is not None

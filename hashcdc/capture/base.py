@@ -197,7 +197,7 @@ class LogCapture:
 
     def note_failure(self, message: str) -> None:
         """Keep a failure (with its time, UTC) in the offsets: ``hashcdc status`` shows it."""
-        moment = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        moment = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.offsets.failures = [*self.offsets.failures[-4:], f"{moment} {message}"]
         self.offsets.save()
 
@@ -208,7 +208,7 @@ class LogCapture:
 
         ``--date``, else its commit's date in the tables' time zone (``changes.time_zone``).
         """
-        moment = commit_time or dt.datetime.now(dt.timezone.utc)
+        moment = commit_time or dt.datetime.now(dt.UTC)
         return self.options.business_date or date_in_zone(moment, self.group.time_zone)
 
     def begin_snapshot(self, position: int) -> str:
@@ -370,7 +370,7 @@ class LogCapture:
         if any(limit is not None and reached >= limit for limit in limits):
             return True
         until = self.options.until_time
-        return until is not None and dt.datetime.now(dt.timezone.utc) >= until
+        return until is not None and dt.datetime.now(dt.UTC) >= until
 
     def committed(self, commit_position: int, commit_time: dt.datetime) -> None:
         """A transaction of the captured tables ended: it lands with the next roll."""

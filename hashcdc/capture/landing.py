@@ -112,7 +112,7 @@ class Offsets:
 
     def save(self) -> None:
         """Write the offsets in one step (the capture's commit point)."""
-        self.updated = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+        self.updated = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         data = {key: value for key, value in self.__dict__.items() if key != "path"}
         data["tables"] = {name: progress.__dict__ for name, progress in self.tables.items()}
         write_atomically(self.path, json.dumps(data, indent=2) + "\n")

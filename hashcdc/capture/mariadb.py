@@ -216,7 +216,7 @@ class MariaDBCapture(LogCapture):
             for event in stream:
                 reached = position_number(stream.log_file, stream.log_pos)
                 if isinstance(event, MariadbGtidEvent):
-                    when = dt.datetime.fromtimestamp(event.timestamp, tz=dt.timezone.utc)
+                    when = dt.datetime.fromtimestamp(event.timestamp, tz=dt.UTC)
                     if self.past_until(reached, when):
                         break
                     transaction, ordinal = (reached, when), 0

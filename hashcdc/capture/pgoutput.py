@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass, field
 
 # PostgreSQL's epoch for timestamps on the wire: microseconds since 2000-01-01 UTC.
-POSTGRES_EPOCH = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+POSTGRES_EPOCH = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 # A value the update did not change and the server did not send (an unchanged TOASTed
 # column): Debezium's placeholder, which the change-feed stage fills from the row before.
 UNCHANGED_TOAST = object()

@@ -19,6 +19,7 @@ from hashcdc.cli.configs import (
     cmd_init,
     cmd_new,
     cmd_schema,
+    cmd_setup,
     cmd_validate,
 )
 from hashcdc.cli.daily import cmd_query, cmd_replay, cmd_run
@@ -61,6 +62,7 @@ def dispatch(args: argparse.Namespace, in_engine: bool = False) -> int:
         "drop": cmd_drop,
         "init": cmd_init,
         "new": cmd_new,
+        "setup": cmd_setup,
         "report": cmd_report,
         "docs": cmd_docs,
         "schema": cmd_schema,

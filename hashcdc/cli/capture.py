@@ -61,7 +61,7 @@ def _until(text: str | None) -> tuple[int | None, dt.datetime | None]:
             f"--until {text}: give a log position (16/B374D848) or an ISO time "
             "(2024-03-02T00:00:00)"
         ) from None
-    return None, moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    return None, moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
 def _pause_or_resume(state_dir: Path, tables: list[TableConfig], pause: bool) -> int:

@@ -1,4 +1,7 @@
-"""Commands about a project's configs and models: schema, validate, check, init, docs, generate."""
+"""Commands about a project's configs and models: schema, validate, check, init, docs, generate.
+
+And the two that come before any project: ``new`` and ``setup``.
+"""
 
 from __future__ import annotations
 
@@ -95,6 +98,28 @@ def cmd_new(args: argparse.Namespace) -> int:
         "tables/NAME.yml), `hashcdc generate`, then `hashcdc run --date YYYY-MM-DD`; "
         "or `hashcdc demo`"
     )
+    return 0
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    """Fetch the JVM packages into hashcdc's jar folder and build the driver's class archive."""
+    # deferred: the jar list and the archive's build load only for this command
+    from hashcdc.runtime import class_archive, jars
+
+    wanted = jars.ALL_JARS if args.bench else jars.RUNTIME_JARS
+    fetched = jars.fetch(wanted, progress=True)
+    print(f"JVM packages in {jars.jars_dir()}: {len(fetched)} fetched, "
+          f"{len(wanted) - len(fetched)} already there")  # fmt: skip
+    if args.bench and (broker := jars.fetch_broker()):
+        print(f"fetched the Kafka broker into {broker}")
+    if not args.no_class_archive:
+        archive = class_archive.archive_path()
+        if archive.is_file():
+            print(f"class archive up to date: {archive}")
+        else:
+            print("building the driver's class archive (a run of two small dates, a minute "
+                  "or two; Spark then starts in about half the time)", flush=True)  # fmt: skip
+            print(f"wrote {class_archive.ensure()}")
     return 0
 
 

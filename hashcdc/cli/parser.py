@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from hashcdc import __version__
 from hashcdc.config import EXTRACT_TYPES
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
@@ -53,7 +54,23 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run in this process, not the project's engine (as HASHCDC_ENGINE=off does)",
     )
+    parser.add_argument("--version", action="version", version=f"hashcdc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    setup = sub.add_parser(
+        "setup",
+        help="fetch Spark's JVM packages (Delta Lake, JDBC drivers, the Kafka source) from "
+        "Maven Central once and build the driver's class archive (an installed hashcdc does "
+        "the fetch on first use too)",
+    )
+    setup.add_argument(
+        "--no-class-archive", action="store_true", help="fetch only (Spark starts slower)"
+    )
+    setup.add_argument(
+        "--bench",
+        action="store_true",
+        help="also what `hashcdc bench` and the tests use: Iceberg, a Kafka broker",
+    )
 
     sub.add_parser(
         "validate", help="check every tables/*.yml (listing every problem) and the models"
@@ -270,7 +287,15 @@ def build_parser() -> argparse.ArgumentParser:
     gen_data.add_argument("--seed", type=int, default=42)
     gen_data.add_argument("--target", help="profile target (default: local)")
 
-    sub.add_parser("demo", help="the article's example: 10,000 rows over 3 business dates")
+    demo = sub.add_parser("demo", help="the article's example: 10,000 rows over 3 business dates")
+    demo.add_argument(
+        "--dates",
+        type=_positive,
+        choices=range(1, 4),
+        default=3,
+        metavar="N",
+        help="run only the first N of its 3 dates (default 3)",
+    )
 
     upgrade = sub.add_parser(
         "upgrade",

@@ -34,7 +34,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from hashcdc.capture.status import capture_table
     from hashcdc.cli.capture import CAPTURE_STATE_DIR
 
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     captured = capture_table(tables, project_dir / CAPTURE_STATE_DIR, now)
     if captured is not None:
         audit.console().print(captured)

@@ -25,6 +25,7 @@ from typing import Any
 from hashcdc.engine.place import Place, idle_minutes, settings_of
 from hashcdc.engine.wire import Wire
 from hashcdc.errors import HashcdcError
+from hashcdc.runtime.jars import jar_paths
 from hashcdc.runtime.metastore import process_running
 
 # How long a client waits for a new engine's Spark session (a cold JVM, a busy machine).
@@ -60,6 +61,9 @@ def _log_tail(place: Place, offset: int) -> str:
 
 def _spawn(place: Place, target: str | None) -> None:
     """Start the project's engine in the background and wait until it answers."""
+    # An installed hashcdc's first command fetches the JVM packages here, in the user's
+    # terminal, rather than in the engine's log while the client waits.
+    jar_paths()
     place.log.parent.mkdir(parents=True, exist_ok=True)
     offset = place.log.stat().st_size if place.log.exists() else 0
     print(

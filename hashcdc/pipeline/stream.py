@@ -329,7 +329,7 @@ class Stream:
         )
         # The commit's date in the table's time zone (no session time zone involved).
         committed = kafka.commit_date(table, F.col(EVENT_TIME_RAW))
-        today = date_in_zone(dt.datetime.now(dt.timezone.utc), table.time_zone)
+        today = date_in_zone(dt.datetime.now(dt.UTC), table.time_zone)
         rows = (
             raw.groupBy(
                 kafka.partition_of(F.col(SOURCE_FILE)).alias("partition"),

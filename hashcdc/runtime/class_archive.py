@@ -25,8 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from hashcdc.errors import HashcdcError
 from hashcdc.runtime.jars import RUNTIME_JARS, jars_dir
-from hashcdc.runtime.scaffold import scratch_project
+from hashcdc.runtime.scaffold import package_root, scratch_project
 
 DRIVER_OPTIONS = "spark.driver.extraJavaOptions"
 # The JVM writes the archive at exit when this is set (the training run only).
@@ -95,7 +96,7 @@ def with_class_archive(settings: dict[str, object]) -> dict[str, object]:
 
 def build() -> Path:
     """Write the archive: one ``hashcdc run`` of two small dates whose JVM dumps it at exit."""
-    source = Path(__file__).resolve().parents[2]
+    source = package_root()
     target = archive_path()
     with tempfile.TemporaryDirectory(prefix="hashcdc-classes-") as folder:
         root = Path(folder) / "project"
@@ -129,14 +130,30 @@ def build() -> Path:
     return target
 
 
-if __name__ == "__main__":
+def ensure() -> Path:
+    """The archive for this JVM and these jars, built when there is none.
+
+    Raises
+    ------
+    HashcdcError
+        When the training run fails (Spark then starts without an archive, only slower).
+
+    """
     current = archive_path()
     if current.is_file():
-        print(f"class archive up to date: {current}")
-    else:
-        try:
-            print(f"wrote {build()}")
-        except (subprocess.CalledProcessError, RuntimeError) as exc:
-            # Spark starts without it, only slower: the install goes on.
-            output = getattr(exc, "stderr", b"") or b""
-            print(f"hashcdc: no class archive ({exc}): {output.decode()[-2000:]}")
+        return current
+    try:
+        return build()
+    except (subprocess.CalledProcessError, RuntimeError) as exc:
+        output = (getattr(exc, "stderr", b"") or b"").decode("utf-8", "replace")
+        raise HashcdcError(
+            f"no class archive ({exc}); Spark starts without one, only slower: {output[-2000:]}"
+        ) from None
+
+
+if __name__ == "__main__":
+    try:
+        print(f"class archive: {ensure()}")
+    except HashcdcError as exc:
+        # Spark starts without it, only slower: the install goes on.
+        print(f"hashcdc: {exc}")

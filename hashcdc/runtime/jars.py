@@ -1,12 +1,15 @@
 """The JVM packages hashcdc adds to Spark: the table format (Delta Lake), JDBC drivers, a peer.
 
-They are fetched once, at install, from Maven Central by the machine's Maven into a folder
-the project owns (``jars/`` beside ``pyproject.toml``, or ``HASHCDC_JARS_DIR``), never at
-run time. Every session gets the runtime jars through ``spark.jars``, which also ships them
-to a cluster's executors, and the two Delta settings (:data:`TABLE_FORMAT_SETTINGS`); a
-profile that sets any of these keys keeps its own value.
+They are fetched once from Maven Central by the machine's Maven into a folder hashcdc
+owns (:func:`jars_dir`: ``HASHCDC_JARS_DIR``, else ``jars/`` of a source checkout, else the
+user's cache, ``~/.cache/hashcdc/jars``), never while a date runs: ``make install`` or
+``hashcdc setup`` fetch them, and the first command that needs Spark fetches what is
+still missing (one line of progress per jar). Every session gets the runtime jars through
+``spark.jars``, which also ships them to a cluster's executors, and the Delta settings
+(:data:`TABLE_FORMAT_SETTINGS`); a profile that sets any of these keys keeps its own value.
 
-``python -m hashcdc.runtime.jars`` fetches what is missing (``make install`` runs it).
+``python -m hashcdc.runtime.jars`` fetches what is missing, the bench's and the tests'
+too (``make install`` runs it).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,23 +81,28 @@ TABLE_FORMAT_SETTINGS = {
 
 
 def jars_dir() -> Path:
-    """The project's jar folder: ``HASHCDC_JARS_DIR`` or ``jars/`` of the source checkout."""
+    """Where the jars are: ``HASHCDC_JARS_DIR``, a checkout's ``jars/``, or the user's cache.
+
+    A source checkout (hashcdc run from the repository, as ``make install`` sets it up)
+    keeps them beside ``pyproject.toml``; an installed hashcdc (a wheel) in
+    ``$XDG_CACHE_HOME/hashcdc/jars`` (``~/.cache/hashcdc/jars``), shared by its projects.
+    """
     configured = os.environ.get("HASHCDC_JARS_DIR")
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[2] / "jars"
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file() and (checkout / "hashcdc").is_dir():
+        return checkout / "jars"
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "hashcdc" / "jars"
 
 
 def jar_paths(jars: tuple[MavenJar, ...] = RUNTIME_JARS) -> list[Path]:
-    """The files of ``jars``; a missing one is an error that says how to fetch it."""
+    """The files of ``jars``, fetching the missing ones first (progress on stderr)."""
     folder = jars_dir()
     paths = [folder / jar.file_name for jar in jars]
-    missing = [path.name for path in paths if not path.is_file()]
-    if missing:
-        raise HashcdcError(
-            f"{', '.join(missing)} not found in {folder}: run `make install` (or "
-            "`python -m hashcdc.runtime.jars`) once to fetch them from Maven Central"
-        )
+    if not all(path.is_file() for path in paths):
+        fetch(jars, progress=True)
     return paths
 
 
@@ -107,31 +116,76 @@ def with_table_format(settings: dict[str, object] | None) -> dict[str, object]:
     return merged
 
 
-def fetch(jars: tuple[MavenJar, ...] = ALL_JARS) -> list[Path]:
-    """Copy each missing jar from Maven Central into the folder with ``mvn``."""
-    folder = jars_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+def _maven_copy(jars: tuple[MavenJar, ...], folder: Path, transitive: bool, quiet: bool) -> None:
+    """Copy ``jars`` (with their dependencies when ``transitive``) into ``folder``: one mvn run."""
     mvn = shutil.which("mvn")
-    fetched = []
-    for jar in jars:
-        target = folder / jar.file_name
-        if target.is_file():
-            continue
-        if mvn is None:
-            raise HashcdcError(f"mvn not found: install Maven to fetch {jar.coordinate}")
-        subprocess.run(
-            [
-                mvn,
-                "--batch-mode",
-                "--quiet",
-                "dependency:copy",
-                f"-Dartifact={jar.coordinate}",
-                f"-DoutputDirectory={folder}",
-            ],
-            check=True,
+    if mvn is None:
+        raise HashcdcError(
+            f"{', '.join(jar.file_name for jar in jars)} not found in {folder}, and mvn is "
+            "not installed to fetch them: install Maven, or copy them there (or set "
+            "HASHCDC_JARS_DIR to a folder that has them)"
         )
-        fetched.append(target)
-    return fetched
+    folder.mkdir(parents=True, exist_ok=True)
+    # The jars alone: `dependency:copy` of the listed items (no dependency tree, whose
+    # descriptors are not all on Maven Central); with their dependencies, the broker's way.
+    listed = "".join(
+        f"<{tag}><groupId>{jar.group}</groupId><artifactId>{jar.artifact}</artifactId>"
+        f"<version>{jar.version}</version></{tag}>"
+        for jar in jars
+        for tag in ["dependency" if transitive else "artifactItem"]
+    )
+    content, goal = (
+        (f"<dependencies>{listed}</dependencies>", "dependency:copy-dependencies")
+        if transitive
+        else (
+            "<build><plugins><plugin><artifactId>maven-dependency-plugin</artifactId>"
+            f"<configuration><artifactItems>{listed}</artifactItems></configuration>"
+            "</plugin></plugins></build>",
+            "dependency:copy",
+        )
+    )
+    with tempfile.TemporaryDirectory(prefix="hashcdc-jars-") as scratch:
+        pom = Path(scratch) / "pom.xml"
+        pom.write_text(
+            '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0'
+            "</modelVersion><groupId>hashcdc</groupId><artifactId>jars</artifactId>"
+            f"<version>1</version>{content}</project>",
+            encoding="utf-8",
+        )
+        try:
+            subprocess.run(
+                [mvn, "--batch-mode", "--quiet", "-f", str(pom), goal, "-DincludeScope=runtime",
+                 f"-DoutputDirectory={folder}"],
+                check=True,
+                capture_output=quiet,
+            )  # fmt: skip
+        except subprocess.CalledProcessError as exc:
+            said = (exc.stdout or b"").decode("utf-8", "replace").strip().splitlines()
+            raise HashcdcError(
+                f"mvn could not fetch {', '.join(jar.coordinate for jar in jars)} into "
+                f"{folder}{': ' + said[-1] if said else ''} (is Maven Central reachable?)"
+            ) from None
+
+
+def fetch(jars: tuple[MavenJar, ...] = ALL_JARS, progress: bool = False) -> list[Path]:
+    """Copy the missing ones of ``jars`` from Maven Central into the folder (one mvn run).
+
+    ``progress``: say on stderr what is fetched, and keep mvn's own output (a first
+    command waits for it).
+    """
+    folder = jars_dir()
+    missing = tuple(jar for jar in jars if not (folder / jar.file_name).is_file())
+    if not missing:
+        return []
+    if progress:
+        print(
+            f"hashcdc: fetching {len(missing)} JVM package(s) from Maven Central into {folder} "
+            f"(once): {', '.join(jar.coordinate for jar in missing)}",
+            file=sys.stderr,
+            flush=True,
+        )
+    _maven_copy(missing, folder, transitive=False, quiet=progress)
+    return [folder / jar.file_name for jar in missing]
 
 
 def broker_classpath() -> list[Path]:
@@ -140,8 +194,8 @@ def broker_classpath() -> list[Path]:
     paths = sorted(folder.glob("*.jar"))
     if not any(path.name == BROKER.file_name for path in paths):
         raise HashcdcError(
-            f"{BROKER.file_name} not found in {folder}: run `make install` (or "
-            "`python -m hashcdc.runtime.jars`) once to fetch it from Maven Central"
+            f"{BROKER.file_name} not found in {folder}: run `make install` or `hashcdc "
+            "setup --bench` once to fetch it from Maven Central"
         )
     return paths
 
@@ -151,27 +205,7 @@ def fetch_broker() -> Path | None:
     folder = jars_dir() / BROKER_FOLDER
     if (folder / BROKER.file_name).is_file():
         return None
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise HashcdcError(f"mvn not found: install Maven to fetch {BROKER.coordinate}")
-    folder.mkdir(parents=True, exist_ok=True)
-    pom = folder / "pom.xml"
-    pom.write_text(
-        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
-        "<groupId>hashcdc</groupId><artifactId>kafka-broker</artifactId><version>1</version>"
-        f"<dependencies><dependency><groupId>{BROKER.group}</groupId>"
-        f"<artifactId>{BROKER.artifact}</artifactId><version>{BROKER.version}</version>"
-        "</dependency></dependencies></project>",
-        encoding="utf-8",
-    )
-    try:
-        subprocess.run(
-            [mvn, "--batch-mode", "--quiet", "-f", str(pom), "dependency:copy-dependencies",
-             "-DincludeScope=runtime", f"-DoutputDirectory={folder}"],
-            check=True,
-        )  # fmt: skip
-    finally:
-        pom.unlink()
+    _maven_copy((BROKER,), folder, transitive=True, quiet=False)
     return folder
 
 

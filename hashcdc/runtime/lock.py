@@ -42,7 +42,7 @@ def _holder() -> dict[str, Any]:
         "host": socket.gethostname(),
         "pid": pid,
         "process_start": _process_start(pid),
-        "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
 
 

@@ -160,7 +160,7 @@ def read_event_log(event_log: Path, since_ms: int = 0) -> tuple[list[SparkStage]
 
 def _epoch_ms(moment: dt.datetime) -> int:
     if moment.tzinfo is None:  # dbt records its timings in UTC
-        moment = moment.replace(tzinfo=dt.timezone.utc)
+        moment = moment.replace(tzinfo=dt.UTC)
     return int(moment.timestamp() * 1000)
 
 

@@ -47,12 +47,20 @@ PROJECT_HEADER = (
 
 
 def package_root() -> Path:
-    """The dbt package this hashcdc comes with: the root of its source checkout."""
+    """The dbt package this hashcdc comes with.
+
+    A built hashcdc (a wheel) carries it as ``hashcdc/dbt_package`` (setup.py copies the
+    repository root's dbt half there); a source checkout's is the checkout's root.
+    """
+    packaged = Path(__file__).resolve().parents[1] / "dbt_package"
+    if (packaged / "dbt_project.yml").is_file():
+        return packaged
     root = Path(__file__).resolve().parents[2]
     if not (root / "dbt_project.yml").is_file():
         raise HashcdcError(
-            f"no dbt package beside this hashcdc ({root} has no dbt_project.yml): pass "
-            "--package with the path of a hashcdc checkout, or a git URL"
+            f"no dbt package in this hashcdc ({packaged} and {root} have no dbt_project.yml): "
+            "reinstall hashcdc, or pass --package with the path of a hashcdc checkout or a "
+            "git URL"
         )
     return root
 

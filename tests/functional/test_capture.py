@@ -454,7 +454,7 @@ def test_a_service_capture_lands_an_empty_file_for_each_quiet_day(
     project.add_table(captured_config(postgres.port, orders, TABLE))
     root = ["--project-dir", str(project.root)]
     assert main([*root, "capture", "--once"]) == 0  # the snapshot: today's events
-    today = dt.datetime.now(dt.timezone.utc).date()
+    today = dt.datetime.now(dt.UTC).date()
     days = [(today - dt.timedelta(days=n)).isoformat() for n in (3, 2, 1, 0)]
     offsets_file = next((project.root / ".hashcdc" / "capture").glob("*.json"))
     offsets = json.loads(offsets_file.read_text())

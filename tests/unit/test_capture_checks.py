@@ -37,9 +37,7 @@ def test_pgoutput_messages_decode() -> None:
 
     microseconds = 86_400 * 1_000_000  # 2000-01-02 00:00 UTC
     begin = pgoutput.decode(b"B" + struct.pack(">QqI", 0x16_B374D848, microseconds, 42))
-    assert begin == pgoutput.Begin(
-        0x16_B374D848, dt.datetime(2000, 1, 2, tzinfo=dt.timezone.utc), 42
-    )
+    assert begin == pgoutput.Begin(0x16_B374D848, dt.datetime(2000, 1, 2, tzinfo=dt.UTC), 42)
     relation = pgoutput.decode(
         b"R" + struct.pack(">I", 7) + _text("public") + _text("orders") + b"d"
         + struct.pack(">h", 2)

@@ -76,7 +76,7 @@ def test_a_date_is_bounded_in_the_tables_time_zone() -> None:
     assert date_end_ms(zoned, "2024-03-02") - date_end_ms(table, "2024-03-02") == 5 * 3_600_000
     start, end = date_bounds_ms("2024-03-10", "America/New_York")
     assert end - start == 23 * 3_600_000  # the clocks go forward that night
-    committed = dt.datetime(2024, 3, 2, 2, 0, tzinfo=dt.timezone.utc)
+    committed = dt.datetime(2024, 3, 2, 2, 0, tzinfo=dt.UTC)
     assert date_in_zone(committed, "UTC") == "2024-03-02"
     assert date_in_zone(committed, "America/New_York") == "2024-03-01"
     assert date_in_zone(committed, "Asia/Tokyo") == "2024-03-02"
