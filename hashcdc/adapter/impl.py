@@ -24,6 +24,7 @@ from hashcdc.errors import HashcdcError
 from hashcdc.pipeline.session_stage import StageCounts, kept_counts, session_stage
 from hashcdc.runtime.sessions import thread_session
 from hashcdc.state.maintenance import compact_if_due, deletion_vectors_by_size
+from hashcdc.state.plan import DateCommand, plan_date, plan_of
 from hashcdc.state.versions import (
     applied_versions,
     commit_metadata_statement,
@@ -113,6 +114,20 @@ class HashcdcAdapter(SparkAdapter):
             }
             for applied in applied_versions(spark, table)
         ]
+
+    @available
+    def hashcdc_date_plan(
+        self, relation: BaseRelation | None, command: dict[str, Any], table_name: str = ""
+    ) -> dict[str, Any]:
+        """The table-date's plan (:func:`hashcdc.state.plan.plan_of`) for the macros.
+
+        ``relation`` None (parse time): the plan of a state with no log.
+        """
+        asked = DateCommand.from_dict(command)
+        if relation is None:
+            return plan_date(asked, [], lambda version: True, table_name).to_macro()
+        table = f"{relation.schema}.{relation.identifier}"
+        return plan_of(self._session(), table, asked, table_name).to_macro()
 
     @available
     def hashcdc_session_stage(

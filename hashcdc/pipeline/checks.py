@@ -22,6 +22,7 @@ from hashcdc.pipeline.feed import PriorState, fail_on_conflicting_events, report
 from hashcdc.pipeline.rejects import with_row_numbers
 from hashcdc.pipeline.session_stage import StageCounts, record_counts
 from hashcdc.pipeline.stage import state_table
+from hashcdc.state.plan import DateCommand, plan_of
 
 MAX_REPORTED_ROWS = 10
 
@@ -99,11 +100,14 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     loaded = written.where(F.col(ROW_ERRORS).isNull())
     if table.is_feed:
         fail_on_conflicting_events(table, date, loaded)
-        # Given by the hashcdc adapter (False for a model written before the stream). A
-        # micro-batch reads the date's files again: the events its earlier batches applied
-        # are skipped by design, and a late one is reported by the run that closes the date.
-        if not getattr(dbt, "micro_batch", False):
-            prior = PriorState.read(spark, state_table(dbt.this.schema, table), date)
+        # A micro-batch reads the date's files again: the events its earlier batches
+        # applied are skipped by design, and a late one is reported by the run that closes
+        # the date. Otherwise the events are checked against the date before.
+        state = state_table(dbt.this.schema, table)
+        command = DateCommand.from_dict({**dbt.command, "business_date": date})
+        plan = plan_of(spark, state, command, table.name)
+        if not plan.micro_batch:
+            prior = PriorState.at(spark, state, plan.before and plan.before.last_version)
             report_skipped_events(table, date, loaded, prior)
     elif not table.duplicates_keep_last_by:
         _fail_on_duplicate_keys(table, date, loaded)

@@ -86,7 +86,6 @@ from hashcdc.pipeline.inputs.events import (
     SEQUENCE_PREFIX,
     TOMBSTONE_COLUMN,
 )
-from hashcdc.state.versions import applied_versions, version_before
 
 UNAVAILABLE_COLUMN = "_unavailable_columns"
 # Characters JSON writers leave as they are inside a string (they must escape only quotes,
@@ -428,23 +427,14 @@ class PriorState:
     rows: DataFrame | None
 
     @classmethod
-    def read(
-        cls, spark: SparkSession, state: str | None, date: str, micro_batch: bool = False
-    ) -> PriorState:
-        """``state`` as of the latest date before ``date`` (the version its log names).
+    def at(cls, spark: SparkSession, state: str | None, version: int | None) -> PriorState:
+        """``state`` at ``version`` (a date's plan says which: ``prior_version``); none: no rows.
 
-        ``micro_batch`` (``hashcdc stream``): the state as it is when it already holds
-        ``date``, so that only the events its earlier micro-batches did not apply are new.
+        A version, not the table: the stage may be read again after the batch's commit.
         """
-        if state is None or not spark.catalog.tableExists(state):
+        if state is None or version is None:
             return cls(None)
-        applied = applied_versions(spark, state)
-        on_top = micro_batch and applied and applied[-1].business_date == date
-        # A version, not the table: the stage may be read again after the batch's commit.
-        previous = applied[-1] if on_top else version_before(applied, date)
-        if previous is None:
-            return cls(None)
-        return cls(spark.sql(f"select * from {state} version as of {previous.last_version}"))
+        return cls(spark.sql(f"select * from {state} version as of {version}"))
 
     def watermark(self) -> DataFrame | None:
         """One row: the ``_watermark``, and how many ``A`` and ``P`` rows the state has.

@@ -17,7 +17,6 @@ The stage is not written: it is kept in the Spark session for the models after i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -49,6 +48,7 @@ from hashcdc.pipeline.extract import extract_files
 from hashcdc.pipeline.feed import PriorState, typed_events
 from hashcdc.pipeline.hashing import row_hashes, with_hashes
 from hashcdc.pipeline.inputs import table_reader
+from hashcdc.state.plan import DateCommand, plan_of
 from hashcdc.state.versions import local_location
 
 
@@ -114,7 +114,7 @@ def typecast_and_hash(
     business_date: Any,
     schema: str | None = None,
     prepare: bool = True,
-    micro_batch: bool | Sequence[str] = False,
+    command: dict[str, Any] | None = None,
 ) -> DataFrame:
     """Build the stage DataFrame of one table for one business date.
 
@@ -132,10 +132,13 @@ def typecast_and_hash(
         Upgrade the table's states, record inferred column additions and evolve the tables
         first (the stage model); False when the stage is computed again for a consumer
         (:func:`hashcdc.pipeline.session_stage.session_stage`), after its date's run prepared them.
-    micro_batch : bool or sequence of str
-        A micro-batch of ``hashcdc stream``: a change feed's events are new when the
-        state as it is has not applied them (:meth:`PriorState.read`). A list of files:
-        only those of the date's files are read (those the stream has not read before).
+    command : dict, optional
+        What the command asks of the date (the ``date_command`` macro's dict,
+        :class:`hashcdc.state.plan.DateCommand`; default: a daily run of the date). A
+        change feed's events are new when the state the date's plan reads them against
+        has not applied them (``prior_version``: on top of a micro-batch's earlier
+        commits, else the date before); a micro-batch that lists files reads only those
+        of the date's files (those the stream has not read before).
 
     Returns
     -------
@@ -156,7 +159,8 @@ def typecast_and_hash(
         if prepare:
             upgrade_states(spark, schema, table)
         table, inferred = infer_additions(spark, schema, table, date)
-    only = None if isinstance(micro_batch, bool) else {local_path(f) for f in micro_batch}
+    asked = DateCommand.from_dict({**(command or {}), "business_date": date})
+    only = None if asked.files is None else {local_path(f) for f in asked.files}
     files = checked_extract(spark, table, date, only)
     if schema and prepare:
         # Recorded before the column is added: a run killed in between knows it next time.
@@ -165,7 +169,9 @@ def typecast_and_hash(
     # The columns the date's extract carries, with the types it is read with.
     read = table.as_read_on(date)
     if table.is_feed:
-        prior = PriorState.read(spark, state_table(schema, table), date, bool(micro_batch))
+        state = state_table(schema, table)
+        plan = plan_of(spark, state, asked, table.name)
+        prior = PriorState.at(spark, state, plan.prior_version)
         return _stage_columns(_event_stage(spark, read, files, prior), table, date)
     typed = _typed_with_errors(table_reader(read).read_rows(spark, read, files), read)
     hashed = with_hashes(typed, row_hashes(read))

@@ -16,7 +16,7 @@ A date stays *open* while micro-batches apply it (its history is not written). W
 first events of a later date land, the stream closes the open date before it applies
 them: a whole-date ``dbt build`` of the table (``hashcdc run --date`` does the same). It
 computes the date from its files against the date before, as a daily run does, and
-merges that on top of the micro-batches in one commit (the macro ``closes_on_top``: no
+merges that on top of the micro-batches in one commit (the date plan's ``close`` mode: no
 restore, so a reader never sees the date before again); its history is the net of the
 date's commits, then its tests and audit run as a daily run's.
 """
@@ -57,7 +57,7 @@ from hashcdc.state.versions import DateVersion, applied_versions
 
 DATE_PLACEHOLDER = "{business_date}"
 DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
-# The var that makes a date's run a micro-batch (the macro is_micro_batch).
+# The var that makes a date's run a micro-batch (read by the macro date_command).
 MICRO_BATCH_VAR = "hashcdc_micro_batch"
 # A landed file's name, size and modification time: a date's files changed when these did.
 Signature = tuple[tuple[str, int, int], ...]

@@ -14,7 +14,7 @@ def model(dbt, session):
         dbt.config.meta_get("hashcdc_table"),
         dbt.business_date,  # given by the hashcdc adapter
         schema=dbt.this.schema,
-        micro_batch=dbt.micro_batch,  # a micro-batch of `hashcdc stream`
+        command=dbt.command,  # the date the command asks for (its plan: hashcdc.state.plan)
     )
 
 

@@ -457,7 +457,7 @@ applied_events as (
 {% macro feed_events_history(incoming, state, columns) %}
 {#- Audit history: every event applied on the business date, with its sequence. -#}
 {%- set business_date = hashcdc.business_date() -%}
-{%- set previous = hashcdc.previous_state(state, business_date) -%}
+{%- set previous = hashcdc.date_plan(state).before -%}
 with
 
 {{ hashcdc.feed_applied_events(incoming, state, previous, columns) }},

@@ -17,29 +17,28 @@
 {% endmacro %}
 
 
-{% macro is_replay() %}
-    {#- Whether `hashcdc replay` runs this date (var hashcdc_replay): dates may then be older
-        than the latest processed one, and state snapshots are not pruned until its last date. -#}
-    {{ return(var('hashcdc_replay', false) | string | lower == 'true') }}
+{% macro date_command() %}
+    {#- What the command asks of the date: a dict of `business_date`, `replay` (var
+        hashcdc_replay: `hashcdc replay`), `micro_batch` (var hashcdc_micro_batch: a
+        micro-batch of `hashcdc stream`) and `files` (the micro-batch's files when the var
+        lists them, else none). The one reader of these vars; what follows from them is
+        the date's plan (date_plan). -#}
+    {%- set batch = var('hashcdc_micro_batch', false) -%}
+    {%- set listed = not (batch is string or batch is none or batch is boolean) -%}
+    {{ return({
+        'business_date': hashcdc.business_date(),
+        'replay': var('hashcdc_replay', false) | string | lower == 'true',
+        'micro_batch': (batch | list | length > 0) if listed else (batch | string | lower == 'true'),
+        'files': (batch | list) if listed else none,
+    }) }}
 {% endmacro %}
 
 
-{% macro micro_batch() %}
-    {#- The var hashcdc_micro_batch of `hashcdc stream`: false (a whole-date run), true (a
-        micro-batch reading the date's files), or the list of the date's files the
-        micro-batch reads (those the stream has not read before). -#}
-    {%- set value = var('hashcdc_micro_batch', false) -%}
-    {%- if value is string or value is none or value is boolean -%}
-        {{ return(value | string | lower == 'true') }}
-    {%- endif -%}
-    {{ return(value | list) }}
-{% endmacro %}
-
-
-{% macro is_micro_batch() %}
-    {#- Whether `hashcdc stream` runs this date (micro_batch): the date's events not applied
-        yet are applied on top of the state as it is, the date's earlier micro-batches kept
-        (no restore); its history waits for the whole-date run that closes the date. -#}
-    {%- set value = hashcdc.micro_batch() -%}
-    {{ return(value if value is boolean else value | length > 0) }}
+{% macro date_plan(state, table_name='') %}
+    {#- The table-date's plan (hashcdc/state/plan.py, through the adapter): its `mode`
+        (daily, rerun, replay, micro_batch, close), `previous` (what the diff compares
+        with), `before` (the date before's version), `restores` / `empties` (what a rerun
+        undoes first), `micro_batch`, `closes` and `refusal`. Decided once, in Python, from
+        the command (date_command) and the state's log (none at parse time: no log). -#}
+    {{ return(adapter.hashcdc_date_plan(state if execute else none, hashcdc.date_command(), table_name)) }}
 {% endmacro %}

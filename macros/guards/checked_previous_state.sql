@@ -1,36 +1,21 @@
 {% macro checked_previous_state(business_date, table_name) %}
-    {#- In a state model: refuse an out-of-order date and a state of another hash version,
-        then return the previous state (previous_state's dict; none on the first run).
-        When the state already holds the date (a rerun, a replay), the pre-hook restores
-        it to the previous date before the model's query runs (prepare_state_commit),
-        keeping the columns and types of now: the query then reads the table as the
-        restore leaves it (`last_version` none), since the previous date's own version
-        may lack a column added or widened later. A micro-batch of the stream reads the
-        table as it is too: the date's earlier micro-batches stay (no restore). The run
-        that closes an open date on top of them (closes_on_top) reads the date before at
-        its own version. -#}
+    {#- In a state model: refuse what the date's plan refuses (a date out of order, or one
+        after a date the stream left open) and a state of another hash version, then
+        return what the diff compares with (the plan's `previous`: a dict of
+        `business_date`, `version` and `last_version`, where `last_version` none is the
+        table as it is when the query runs — after a rerun's restore, or on top of a
+        micro-batch's earlier commits); none on the first run. -#}
     {%- if not is_incremental() -%}
         {{ return(none) }}
     {%- endif -%}
-    {%- do hashcdc.assert_business_date_in_order(this, business_date, table_name) -%}
+    {%- set plan = hashcdc.date_plan(this, table_name) -%}
+    {%- if plan.business_date != business_date -%}
+        {{ exceptions.raise_compiler_error(
+            "checked_previous_state: the plan is of " ~ plan.business_date ~ ", not " ~ business_date) }}
+    {%- endif -%}
+    {%- if plan.refusal and hashcdc._is_writing_command() -%}
+        {{ exceptions.raise_compiler_error(plan.refusal) }}
+    {%- endif -%}
     {%- do hashcdc.assert_hash_version(this, table_name) -%}
-    {%- set applied = hashcdc.applied_state_versions(this) -%}
-    {%- set earlier = [] -%}
-    {%- for version in applied if version.business_date < business_date -%}
-        {%- do earlier.append(version) -%}
-    {%- endfor -%}
-    {%- set previous = earlier[-1] if earlier else none -%}
-    {%- if previous is none and applied and hashcdc.is_micro_batch() -%}
-        {#- A micro-batch of the first date, on top of its earlier ones: no date before,
-            the table as it is. -#}
-        {{ return({'business_date': none, 'version': none, 'last_version': none}) }}
-    {%- endif -%}
-    {%- if previous is none or applied[-1].business_date < business_date
-          or hashcdc.closes_on_top(this, business_date) -%}
-        {{ return(previous) }}
-    {%- endif -%}
-    {%- set restored = {} -%}
-    {%- do restored.update(previous) -%}
-    {%- do restored.update({'last_version': none}) -%}
-    {{ return(restored) }}
+    {{ return(plan.previous) }}
 {% endmacro %}

@@ -4,7 +4,7 @@
         partition's files are dropped, none rewritten). Counted from the business date, not
         the clock, so that a replay or a late run keeps what the original run kept; the
         files go with the VACUUM of compact_by_policy. -#}
-    {%- if not execute or hashcdc.is_replay() -%}
+    {%- if not execute or hashcdc.date_command().replay -%}
         {{ return('') }}
     {%- endif -%}
     {%- set oldest_kept = hashcdc.oldest_kept_date(retention_days) -%}

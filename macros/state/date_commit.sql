@@ -1,54 +1,19 @@
 {% macro prepare_state_commit(state) %}
     {#- Pre-hook of a state model: the date's commit will carry the business date in
-        Delta's userMetadata (hashcdc/state/versions.py). A date the state already holds (a
-        re-run, or a replay) is first undone: the state is restored to the version of the
-        date before it, or emptied when there is none, so the date is applied again to
-        the state it was computed from. A micro-batch of the stream (is_micro_batch) keeps
-        the date's earlier commits: it applies only the events they did not; so does the
-        run that closes a date the stream left open (closes_on_top). -#}
-    {%- set micro_batch = hashcdc.is_micro_batch() -%}
-    {%- if not execute or not hashcdc._is_writing_command() or load_relation(state) is none -%}
-        {{ return(hashcdc._commit_metadata_setting(hashcdc.business_date(), micro_batch=micro_batch)) }}
-    {%- endif -%}
-    {%- set business_date = hashcdc.business_date() -%}
-    {%- set applied = hashcdc.applied_state_versions(state) -%}
-    {%- set on_top = micro_batch and applied and applied[-1].business_date == business_date -%}
-    {%- set closing = hashcdc.closes_on_top(state, business_date) -%}
-    {%- if applied and applied[-1].business_date >= business_date and not on_top and not closing -%}
-        {%- set previous = hashcdc.previous_state(state, business_date) -%}
-        {%- if previous is not none -%}
-            {%- do adapter.hashcdc_restore_state(state, previous.last_version) -%}
-        {%- else -%}
-            {%- do run_query(hashcdc._commit_metadata_setting(business_date, reset=true)) -%}
+        Delta's userMetadata (hashcdc/state/versions.py). What the date's plan undoes
+        first is undone here: a rerun or a replay restores the version of the date before
+        it, or empties the table when there is none (date_plan: `restores`, `empties`);
+        a micro-batch and the run that closes an open date keep the date's commits. -#}
+    {%- set plan = hashcdc.date_plan(state) -%}
+    {%- if execute and hashcdc._is_writing_command() and load_relation(state) is not none -%}
+        {%- if plan.restores is not none -%}
+            {%- do adapter.hashcdc_restore_state(state, plan.restores) -%}
+        {%- elif plan.empties -%}
+            {%- do run_query(hashcdc._commit_metadata_setting(plan.business_date, reset=true)) -%}
             {%- do run_query('delete from ' ~ state) -%}
         {%- endif -%}
     {%- endif -%}
-    {{ return(hashcdc._commit_metadata_setting(business_date, micro_batch=micro_batch)) }}
-{% endmacro %}
-
-
-{% macro closes_on_top(state, business_date) %}
-    {#- Whether a whole-date run of `business_date` closes a date the stream left open on
-        top of its micro-batches, instead of restoring the date before it first: the date
-        is the state's latest and open, the run is not a micro-batch or a replay (a
-        replay restores: the way to apply corrected files of an open date), and the
-        state's columns are those of the date before (a column added since needs the
-        restore, which keeps the shape of now). The run computes the whole date against
-        the date before's version, so its MERGE leaves the rows the restore and a MERGE
-        would, in one commit: readers never see the date before again, and the history
-        nets the date's commits (state_changes). -#}
-    {%- if not execute or hashcdc.is_micro_batch() or hashcdc.is_replay() -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {%- set applied = hashcdc.applied_state_versions(state) -%}
-    {%- if not applied or applied[-1].business_date != business_date or not applied[-1].is_open -%}
-        {{ return(false) }}
-    {%- endif -%}
-    {%- set previous = hashcdc.previous_state(state, business_date) -%}
-    {%- if previous is none -%}
-        {{ return(true) }}
-    {%- endif -%}
-    {{ return(adapter.hashcdc_same_shape_at(state, previous.last_version)) }}
+    {{ return(hashcdc._commit_metadata_setting(plan.business_date, micro_batch=plan.micro_batch)) }}
 {% endmacro %}
 
 

@@ -68,6 +68,8 @@ writer.saveAsTable("{{ target_relation }}")
 
 
 {% macro hashcdc_py_dbt_object(target_relation) %}
+import json
+
 from hashcdc.pipeline.session_stage import relation_reader
 
 # The invocation's business date (the `business_date` macro, rendered when the model runs):
@@ -79,7 +81,8 @@ dbt = dbtObj(
     )
 )
 dbt.business_date = business_date
-# A micro-batch of `hashcdc stream`: False, True, or the files it reads (`micro_batch`).
-dbt.micro_batch = {{ hashcdc.micro_batch() }}
+# What the command asks of the date (the `date_command` macro): the stage and its checks
+# make the date's plan from it (hashcdc.state.plan), as the macros do.
+dbt.command = json.loads({{ hashcdc.date_command() | tojson | tojson }})
 df = model(dbt, spark)
 {%- endmacro -%}
