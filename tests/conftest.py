@@ -283,3 +283,16 @@ def json_rows(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setitem(inputs._READERS, reader.name, reader)
     monkeypatch.setitem(config_schema._FORMATS, reader.name, reader.carries_events)
     return reader
+
+
+@pytest.fixture
+def manifests(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The extra transport of ``manifests.py`` registered as ``transports.register`` does,
+    and unregistered after the test."""
+    from manifests import Manifests
+
+    from hashcdc.pipeline import transports
+
+    transport = Manifests()
+    monkeypatch.setitem(transports._TRANSPORTS, transport.name, transport)
+    return transport

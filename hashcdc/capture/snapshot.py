@@ -25,8 +25,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from hashcdc.config import DatabaseSource, TableConfig
 from hashcdc.errors import HashcdcError, InputDataError
-from hashcdc.pipeline.extract import resolve_source_path
 from hashcdc.pipeline.inputs.csv import spark_csv_options
+from hashcdc.pipeline.transports.files import resolve_source_path
 from hashcdc.runtime.hadoop import HadoopFiles
 
 DEFAULT_PORTS = {"postgresql": 5432, "mariadb": 3306}

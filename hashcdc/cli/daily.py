@@ -9,20 +9,16 @@ from __future__ import annotations
 
 import argparse
 import csv
-import datetime as dt
 import functools
 import os
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hashcdc.codegen import generate
-from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.errors import HashcdcError
-from hashcdc.pipeline.daily import DateRun, build_dates
-from hashcdc.runtime.lock import table_locks
+from hashcdc.runner.dates import DateRun, build_dates
+from hashcdc.runner.preamble import prepare
 from hashcdc.runtime.project import (
     find_project_dir,
     profile_output,
@@ -32,50 +28,6 @@ from hashcdc.runtime.project import (
 
 # A query's answer of at most this many rows is taken at once; a longer one is streamed.
 QUERY_TAKE_ROWS = 10_000
-
-
-def ensure_generated(project_dir: Path, names: Sequence[str]) -> list[TableConfig]:
-    """Check the named tables exist and the models match tables/; returns every config."""
-    tables = load_table_configs(project_dir / "tables")
-    if not tables:
-        raise HashcdcError(
-            f"no table is configured: {project_dir / 'tables'} has no <name>.yml. Add one "
-            "(README: Adding a table), or try `hashcdc demo`."
-        )
-    known = {t.name for t in tables}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise HashcdcError(
-            f"unknown table(s) {', '.join(unknown)}; configured: {', '.join(sorted(known))}"
-        )
-    problems = generate.check(project_dir, tables)
-    if problems:
-        raise HashcdcError(
-            "the models are out of date with tables/ (run `hashcdc generate` first):\n"
-            + "\n".join(f"  - {p}" for p in problems)
-        )
-    return sorted(tables, key=lambda t: t.name)
-
-
-def _active_tables(tables: Sequence[TableConfig], selected: Sequence[str]) -> list[str]:
-    """The tables a run processes: the selected (or all) ones, less the paused ones.
-
-    Says which tables are paused; a paused table named in ``--select`` is refused.
-    """
-    paused = [t for t in tables if not t.enabled]
-    named_paused = [t for t in paused if t.name in selected]
-    if named_paused:
-        raise HashcdcError(
-            f"table(s) {', '.join(t.name for t in named_paused)} paused (enabled: false in "
-            f"{', '.join(t.config_file for t in named_paused)}): set enabled: true (or remove "
-            "the line), run `hashcdc generate`, then run again"
-        )
-    if paused and not selected:
-        print(f"paused, skipped: {', '.join(t.name for t in paused)} (enabled: false)")
-    active = [t.name for t in tables if t.enabled and (not selected or t.name in selected)]
-    if not active:
-        raise HashcdcError("every table is paused (enabled: false): nothing to run")
-    return active
 
 
 def record_event_log(project_dir: Path) -> None:
@@ -90,39 +42,32 @@ def record_event_log(project_dir: Path) -> None:
     os.environ["HASHCDC_EVENT_LOG_DIR"] = str(event_log_dir)
 
 
-def run_log_dir(project_dir: Path, command: str) -> Path:
-    """A new folder under logs/ for one hashcdc command's dbt log (dbt.log)."""
-    stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
-    folder = project_dir / "logs" / f"{command}-{stamp}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     """Process each ``--date`` in date order, in one Spark session, under the tables' locks."""
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.runtime.cluster import executor_report
 
-    project_dir = find_project_dir(args.project_dir)
-    tables = _active_tables(ensure_generated(project_dir, args.select or []), args.select or [])
-    os.chdir(project_dir)
-    if args.profile:
-        record_event_log(project_dir)
     dates = sorted(set(args.date))
-    print(
-        f"hashcdc run: {len(dates)} date(s) ({dates[0]}..{dates[-1]}) of {', '.join(tables)}; "
-        "starting Spark",
-        flush=True,
+    if args.profile:
+        record_event_log(find_project_dir(args.project_dir))
+    work = prepare(
+        args.project_dir,
+        args.select or [],
+        args.target,
+        "run",
+        lambda tables: (
+            f"hashcdc run: {len(dates)} date(s) ({dates[0]}..{dates[-1]}) of "
+            f"{', '.join(tables)}; starting Spark"
+        ),
     )
-    spark = spark_session(project_dir, args.target)
-    log_dir = run_log_dir(project_dir, "run")
+    project_dir, spark, log_dir = work.project_dir, work.spark, work.log_dir
     extra = (
         *run_vars(args.allow_mass_delete),
         *(["--target", args.target] if args.target else []),
     )
     runs = [DateRun(d, tuple(args.select or ()), extra) for d in dates]
     profile = functools.partial(_print_profile, project_dir, spark) if args.profile else None
-    with table_locks(spark, tables):
+    with work.locked():
         stops = build_dates(spark, project_dir, runs, log_dir, after_build=profile)
     report = executor_report(spark)
     if report:
@@ -150,13 +95,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.state.replay import replay_plan
 
-    project_dir = find_project_dir(args.project_dir)
-    tables = _active_tables(ensure_generated(project_dir, args.select or []), args.select or [])
-    os.chdir(project_dir)
-    spark = spark_session(project_dir, args.target)
+    work = prepare(args.project_dir, args.select or [], args.target, "replay")
+    project_dir, spark, log_dir = work.project_dir, work.spark, work.log_dir
     target = ["--target", args.target] if args.target else []
-    with table_locks(spark, tables):
-        plan = replay_plan(spark, tables, args.from_date)
+    with work.locked():
+        plan = replay_plan(spark, work.tables, args.from_date)
         if not plan:
             print(f"hashcdc replay: no processed date on or after {args.from_date}; nothing to do")
             return 0
@@ -174,7 +117,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
             )
             for business_date in dates
         ]
-        log_dir = run_log_dir(project_dir, "replay")
         stops = build_dates(spark, project_dir, runs, log_dir)
     print(f"full log: {shown(log_dir / 'dbt.log')}")
     if stops:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 
 from hashcdc.cli.daily import record_event_log
 from hashcdc.engine import client
@@ -18,22 +19,23 @@ from hashcdc.runtime.project import (
     stop_spark_and_wait,
 )
 
-# The commands the engine serves: those that open the project's Spark session.
-SERVED_COMMANDS = frozenset(
-    {
-        "run", "replay", "query", "status", "report", "drop", "compact", "upgrade", "docs",
-        "check", "demo", "extract", "datagen", "dbt", "stream",
-    }
-)  # fmt: skip
-# Those that only read: they run beside a command that writes.
-SHARED_COMMANDS = frozenset({"query", "status"})
-# Those that run beside the others and take the writer's turn for each of their steps.
-STREAMING_COMMANDS = frozenset({"stream"})
+
+class Serving(StrEnum):
+    """Where a command runs (the table of commands, :mod:`hashcdc.cli.commands`)."""
+
+    # In the client's own process: it opens no Spark session.
+    HERE = "here"
+    # In the project's engine, one writer at a time.
+    WRITER = "writer"
+    # In the engine, beside a writer: it only reads.
+    READER = "reader"
+    # In the engine, beside the others, taking the writer's turn for each of its steps.
+    STREAM = "stream"
 
 
 def served_by_engine(args: argparse.Namespace) -> bool:
     """Whether this command goes to the project's engine (not ``--no-engine``, not off)."""
-    return args.command in SERVED_COMMANDS and not args.no_engine and engine_enabled()
+    return args.serving is not Serving.HERE and not args.no_engine and engine_enabled()
 
 
 def forward(args: argparse.Namespace, argv: Sequence[str]) -> int:
@@ -53,8 +55,8 @@ def forward(args: argparse.Namespace, argv: Sequence[str]) -> int:
         arguments,
         project_dir,
         target,
-        args.command in SHARED_COMMANDS,
-        streaming=args.command in STREAMING_COMMANDS,
+        args.serving is Serving.READER,
+        streaming=args.serving is Serving.STREAM,
     )
     if status == 0 and serving:
         print(f"serving target/ on http://127.0.0.1:{args.port} (Ctrl-C stops)", flush=True)

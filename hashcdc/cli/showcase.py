@@ -7,11 +7,12 @@ import json
 import os
 import sys
 
-from hashcdc.cli.daily import run_log_dir, shown
+from hashcdc.cli.daily import shown
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
-from hashcdc.pipeline.daily import DateRun, build_dates
 from hashcdc.relations import Relations
+from hashcdc.runner.dates import DateRun, build_dates
+from hashcdc.runner.preamble import run_log_dir
 from hashcdc.runtime.project import (
     find_project_dir,
     spark_session,

@@ -3,42 +3,50 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import threading
+from collections.abc import Callable
 
-from hashcdc.cli.daily import _active_tables, ensure_generated, run_log_dir
+from hashcdc.config import load_table_configs
 from hashcdc.engine.server import stop_requested, writer_turn
 from hashcdc.errors import HashcdcError
-from hashcdc.runtime.project import find_project_dir, profile_output, spark_session
+from hashcdc.runner.preamble import prepare
+from hashcdc.runtime.project import find_project_dir, profile_output
+
+
+def feeds_only(args: argparse.Namespace) -> Callable[[list[str]], str]:
+    """The stream's check of its tables before Spark starts: change feeds only, at least one."""
+
+    def checked(names: list[str]) -> str:
+        configs = load_table_configs(find_project_dir(args.project_dir) / "tables")
+        snapshots = [t.name for t in configs if t.name in names and not t.is_feed]
+        if snapshots and args.select:
+            raise HashcdcError(
+                f"table(s) {', '.join(snapshots)} are not change feeds (extract_type: "
+                "changes): the stream applies change events; run them daily with "
+                "`hashcdc run --date`"
+            )
+        if not any(t.is_feed for t in configs if t.name in names):
+            raise HashcdcError("no change feed (extract_type: changes) to stream")
+        return ""
+
+    return checked
 
 
 def cmd_stream(args: argparse.Namespace) -> int:
     """Apply the selected change feeds' landed events in micro-batches until stopped."""
     # deferred: Spark's modules load only for the commands that use them
-    from hashcdc.pipeline.stream import Stream
+    from hashcdc.runner.stream import Stream
 
-    project_dir = find_project_dir(args.project_dir)
-    configs = ensure_generated(project_dir, args.select or [])
-    names = _active_tables(configs, args.select or [])
-    snapshots = [t.name for t in configs if t.name in names and not t.is_feed]
-    if snapshots and args.select:
-        raise HashcdcError(
-            f"table(s) {', '.join(snapshots)} are not change feeds (extract_type: changes): "
-            "the stream applies change events; run them daily with `hashcdc run --date`"
-        )
-    tables = [t for t in configs if t.name in names and t.is_feed]
-    if not tables:
-        raise HashcdcError("no change feed (extract_type: changes) to stream")
-    os.chdir(project_dir)
-    spark = spark_session(project_dir, args.target)
+    work = prepare(args.project_dir, args.select or [], args.target, "stream", feeds_only(args))
+    tables = [t for t in work.configs if t.name in work.tables and t.is_feed]
     stop = threading.Event()
     stream = Stream(
-        spark=spark,
-        project_dir=project_dir,
-        schema=profile_output(project_dir, args.target)["schema"],
+        spark=work.spark,
+        project_dir=work.project_dir,
+        schema=profile_output(work.project_dir, args.target)["schema"],
         tables=tables,
-        log_dir=run_log_dir(project_dir, "stream"),
+        log_dir=work.log_dir,
         extra=("--target", args.target) if args.target else (),
         turn=writer_turn,
         stopping=lambda: stop.is_set() or stop_requested(),

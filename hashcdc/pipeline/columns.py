@@ -37,6 +37,12 @@ RAW_VALUES = "_raw_values"
 RAW_LINE = "_raw_line"
 BLOCK_START = "_block_start"
 ROW_ID = "_row_id"
+# The column that holds each line of a JSON event feed.
+LINE_COLUMN = "_line"
+# An event's source commit time in epoch milliseconds, as its raw events carry it:
+# Debezium's source.ts_ms (else the connector's ts_ms); __source_ts_ms (else __ts_ms) in
+# the flat form. csv and parquet feeds carry none.
+EVENT_TIME_RAW = "_event_ms"
 # Kept in the stage for rejected rows only (null otherwise): where the row came from.
 REJECT_DETAIL_COLUMNS = (RAW_VALUES, RAW_LINE, BLOCK_START, ROW_ID)
 

@@ -1,27 +1,22 @@
-"""A table's extract for a business date: where it lands, its files, whether they are text.
+"""A table's extract for a business date: its locations, whether they are text, its lines.
 
-How the files become rows is their format's reader's work (:mod:`hashcdc.pipeline.inputs`): every
-value is read as text (casting is :mod:`hashcdc.pipeline.casting`'s work), and each row keeps where
-it came from (file, split, an id growing within the split: :func:`position_columns`),
-from which line numbers are derived for rejected rows only. Files are listed through
-Hadoop's FileSystem API (:mod:`hashcdc.runtime.hadoop`), so extracts may land on any Hadoop URI.
+Where an extract lands and how it is read from there is its transport's
+(:mod:`hashcdc.pipeline.transports`: files in the landing zone, a Kafka topic); how its
+rows are parsed is its format's reader's (:mod:`hashcdc.pipeline.inputs`): every value is
+read as text (casting is :mod:`hashcdc.pipeline.casting`'s work), and each row keeps where
+it came from (file, split, an id growing within the split), from which line numbers are
+derived for rejected rows only.
 """
 
 from __future__ import annotations
 
-import os
-
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+from pyspark.sql import DataFrame, SparkSession
 
 from hashcdc.config import TableConfig
 from hashcdc.errors import InputDataError
-from hashcdc.pipeline import kafka
-from hashcdc.pipeline.columns import BLOCK_START, ROW_ID, SOURCE_FILE
-from hashcdc.runtime.hadoop import HadoopFiles, resolve_location
+from hashcdc.pipeline.transports import transport_of
+from hashcdc.runtime.hadoop import HadoopFiles
 
-# The column that holds each line of a JSON event feed.
-LINE_COLUMN = "_line"
 # How much of each text file the driver looks at to tell text from a compressed or binary
 # file.
 SNIFF_BYTES = 8192
@@ -40,33 +35,16 @@ _COMPRESSED_SIGNATURES = {
 _NUL_FREE_ENCODINGS = ("utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin1", "cp1252")
 
 
-def resolve_source_path(table: TableConfig, business_date: str) -> str:
-    """The extract's path for a date; relative paths are taken from the project folder."""
-    project_dir = os.environ.get("DBT_PROJECT_DIR") or os.getcwd()
-    return resolve_location(table.source.path_for(business_date), project_dir)
-
-
 def extract_files(spark: SparkSession, table: TableConfig, business_date: str) -> list[str]:
-    """The data files of a table's extract for a date.
+    """The locations of a table's extract for a date (its transport's).
 
     Raises
     ------
     InputDataError
-        When there are none: naming the expected path and the config field that sets it.
+        When there are none: naming the expected place and the config field that sets it.
 
     """
-    if table.source.kafka is not None:
-        kafka.check_reachable(table)
-        return [kafka.topic_location(table, business_date)]
-    path = resolve_source_path(table, business_date)
-    files = HadoopFiles.of(spark).data_files(path)
-    if not files:
-        raise InputDataError(
-            f"table '{table.name}': no extract for business date {business_date}: expected "
-            f"{table.source.format} data at {path} (source.path in {table.config_file}). "
-            "Nothing was written; deliver the extract and re-run the date."
-        )
-    return files
+    return transport_of(table).locations(spark, table, business_date)
 
 
 def not_text_problem(head: bytes, encoding: str) -> str | None:
@@ -95,10 +73,10 @@ def refuse_files_not_text(
         One line: the table, the date, the file and what would make it readable.
 
     """
+    if not transport_of(table).sniffs_bytes:  # a topic's values are read as text, each alone
+        return
     hadoop = HadoopFiles.of(spark)
     for file in files:
-        if kafka.is_topic(file):  # a topic's values are read as text, each on its own
-            continue
         problem = not_text_problem(hadoop.head(file, SNIFF_BYTES), encoding)
         if problem:
             raise InputDataError(
@@ -107,23 +85,9 @@ def refuse_files_not_text(
             )
 
 
-def position_columns() -> list[Column]:
-    """Where each row of a text file sits, cheaply: its file, its split, an id in the split.
-
-    Line numbers are derived from them only for rejected rows.
-    """
-    return [
-        F.col("_metadata.file_path").alias(SOURCE_FILE),
-        F.col("_metadata.file_block_start").alias(BLOCK_START),
-        F.monotonically_increasing_id().alias(ROW_ID),
-    ]
-
-
 def read_event_lines(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
-    """JSON events as lines of text, with where each line sits (file, split, id).
+    """JSON events as lines of text (``_line``), with where each line sits (file, split, id).
 
-    From files, or from a topic's date (:mod:`hashcdc.pipeline.kafka`).
+    From the table's transport: files' lines, or a topic's records.
     """
-    if files and kafka.is_topic(files[0]):
-        return kafka.read_topic_lines(spark, table, files[0], LINE_COLUMN)
-    return spark.read.text(files).select(F.col("value").alias(LINE_COLUMN), *position_columns())
+    return transport_of(table).read_lines(spark, table, files)

@@ -49,7 +49,6 @@ from hashcdc.config import (
     TableConfig,
 )
 from hashcdc.errors import InputDataError
-from hashcdc.pipeline import kafka
 from hashcdc.pipeline.casting import (
     column_message,
     is_unavailable,
@@ -61,13 +60,14 @@ from hashcdc.pipeline.casting import (
 from hashcdc.pipeline.columns import (
     BLOCK_START,
     CORRUPT_RECORD,
+    EVENT_TIME_RAW,
+    LINE_COLUMN,
     RAW_LINE,
     RAW_VALUES,
     ROW_ERRORS,
     ROW_ID,
     SOURCE_FILE,
 )
-from hashcdc.pipeline.extract import LINE_COLUMN
 from hashcdc.pipeline.hashing import (
     canonical_value,
     digest,
@@ -79,13 +79,13 @@ from hashcdc.pipeline.hashing import (
 from hashcdc.pipeline.inputs import table_reader
 from hashcdc.pipeline.inputs.events import (
     BEFORE_PREFIX,
-    EVENT_TIME_RAW,
     LOGICAL_PREFIX,
     OPERATION_RAW_COLUMN,
     SCALE_PREFIX,
     SEQUENCE_PREFIX,
     TOMBSTONE_COLUMN,
 )
+from hashcdc.pipeline.transports import transport_of
 
 UNAVAILABLE_COLUMN = "_unavailable_columns"
 # Characters JSON writers leave as they are inside a string (they must escape only quotes,
@@ -263,8 +263,8 @@ def typed_events(
     """
     assert table.changes is not None
     placeholder = table.changes.unavailable_value
-    # A topic's events keep their Kafka partition: each has its own watermark.
-    partitioned = table.source.kafka is not None
+    # Events of a partitioned source (a topic) keep their partition: each its own watermark.
+    transport = transport_of(table)
     # Each piece that later steps use several times is projected once, in its own column.
     operation_value = _normalized_operation(F.col(OPERATION_RAW_COLUMN))
     flag_names = {}
@@ -324,9 +324,7 @@ def typed_events(
         F.when(~tombstone, operation).alias("event_op"),
         sequence.alias("event_sequence"),
         F.timestamp_millis(F.col(EVENT_TIME_RAW).try_cast("bigint")).alias("event_time"),
-        (kafka.partition_of(F.col(SOURCE_FILE)) if partitioned else F.lit(None).cast("int")).alias(
-            "event_partition"
-        ),
+        transport.partition(F.col(SOURCE_FILE)).alias("event_partition"),
         F.when(
             (operation == "u") & before_present, typed_row_hash(typed_before, table.key_columns)
         ).alias("before_keyhash"),
@@ -339,7 +337,9 @@ def typed_events(
         ROW_ID,
     )
     keyed = with_hashes(cast, {"keyhash": list(table.key_columns)})
-    marked = prior.mark_new_events(keyed.withColumn("event_id", _event_id(table)), partitioned)
+    marked = prior.mark_new_events(
+        keyed.withColumn("event_id", _event_id(table)), transport.partitioned
+    )
     if unavailable and not table.is_keyless and _holds_unavailable(raw, keyed, table):
         marked = prior.fill_unavailable(marked, table)
     # The hashes of an event's row image (all but keyhash, computed above).

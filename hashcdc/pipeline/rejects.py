@@ -25,6 +25,7 @@ from hashcdc.pipeline.columns import (
 )
 from hashcdc.pipeline.extract import extract_files
 from hashcdc.pipeline.inputs import table_reader
+from hashcdc.pipeline.transports import transport_of
 
 
 def with_row_numbers(
@@ -38,10 +39,11 @@ def with_row_numbers(
     it reads no column, and it only happens when rows were rejected.
     """
     reader = table_reader(table)
-    if table.source.kafka is not None:  # a record's number is its offset in its partition
+    numbered = transport_of(table).record_number()  # a topic's: a record's offset
+    if numbered is not None:
         return rejected.select(
             "*",
-            F.col(ROW_ID).alias("_row_number"),
+            numbered.alias("_row_number"),
             F.lit(None).cast("bigint").alias("_line_number"),
         )
     if reader.row_id_is_file_row:

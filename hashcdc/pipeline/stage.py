@@ -48,8 +48,9 @@ from hashcdc.pipeline.extract import extract_files
 from hashcdc.pipeline.feed import PriorState, typed_events
 from hashcdc.pipeline.hashing import row_hashes, with_hashes
 from hashcdc.pipeline.inputs import table_reader
+from hashcdc.pipeline.transports import transport_of
+from hashcdc.pipeline.transports.files import local_path
 from hashcdc.state.plan import DateCommand, plan_of
-from hashcdc.state.versions import local_location
 
 
 def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
@@ -180,11 +181,6 @@ def typecast_and_hash(
     return _stage_columns(hashed, table, date)
 
 
-def local_path(file: str) -> str:
-    """A file's path on this machine (a ``file:`` URI's), to compare with a listed path."""
-    return str(local_location(file) or file)
-
-
 def checked_extract(
     spark: SparkSession, table: TableConfig, business_date: str, only: set[str] | None = None
 ) -> list[str]:
@@ -203,10 +199,8 @@ def checked_extract(
 
     """
     files = extract_files(spark, table, business_date)
-    if only is not None and table.source.kafka is not None:
-        files = sorted(only)  # the stream's read of the topic, from where it read up to
-    elif only is not None:
-        files = [f for f in files if local_path(f) in only] or files
+    if only is not None:  # a micro-batch's own locations (of files, or of a topic)
+        files = transport_of(table).only(files, only)
     table_reader(table).check_extract(spark, table, files, business_date)
     return files
 

@@ -12,8 +12,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 
 from hashcdc.config import TableConfig
-from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
-from hashcdc.pipeline.extract import LINE_COLUMN, read_event_lines
+from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, LINE_COLUMN, ROW_ID, SOURCE_FILE
+from hashcdc.pipeline.extract import read_event_lines
 from hashcdc.pipeline.inputs.base import Reader
 
 

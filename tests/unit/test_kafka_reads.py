@@ -9,7 +9,13 @@ import pytest
 
 from hashcdc.config import TableConfig, parse_table_config
 from hashcdc.errors import InputDataError
-from hashcdc.pipeline.kafka import ANY_DATE, TopicRead, check_reachable, date_start_ms, is_topic
+from hashcdc.pipeline.transports.kafka import (
+    ANY_DATE,
+    SCHEME,
+    TopicRead,
+    check_reachable,
+    date_start_ms,
+)
 
 
 def _table(servers: str) -> TableConfig:
@@ -40,7 +46,7 @@ def _table(servers: str) -> TableConfig:
 )
 def test_a_read_is_one_location_and_back(read: TopicRead) -> None:
     location = read.location()
-    assert is_topic(location) and not is_topic("/landing/people/2024-03-02/a.json")
+    assert location.startswith(SCHEME)
     assert TopicRead.parse(location) == read
 
 
@@ -65,7 +71,7 @@ def test_a_date_is_bounded_in_the_tables_time_zone() -> None:
     import datetime as dt
 
     from hashcdc.dates import date_bounds_ms, date_in_zone
-    from hashcdc.pipeline.kafka import date_end_ms
+    from hashcdc.pipeline.transports.kafka import date_end_ms
 
     table = _table("127.0.0.1:9092")
     zoned = dataclasses.replace(

@@ -10,7 +10,7 @@ import pytest
 from hashcdc.bench.stream import _file_lags, _percentiles
 from hashcdc.config import TableConfig
 from hashcdc.errors import HashcdcError
-from hashcdc.pipeline.stream import landed_dates, next_files
+from hashcdc.pipeline.transports.files import landed_dates, next_files
 
 
 def feed(path: str) -> TableConfig:

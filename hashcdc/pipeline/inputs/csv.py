@@ -17,7 +17,6 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from hashcdc.config import TableConfig, setting
 from hashcdc.pipeline.columns import CORRUPT_RECORD
-from hashcdc.pipeline.extract import position_columns
 from hashcdc.pipeline.header import (
     SAMPLE_ROWS,
     expected_fields,
@@ -27,6 +26,7 @@ from hashcdc.pipeline.header import (
     unexpected_columns,
 )
 from hashcdc.pipeline.inputs.base import Reader
+from hashcdc.pipeline.transports.files import position_columns
 from hashcdc.runtime.hadoop import HadoopFiles
 
 # Spark's CSV reader reports an unquoted empty field as its nullValue and a quoted empty

@@ -20,25 +20,30 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from hashcdc.column_types import column_type
 from hashcdc.config import ColumnConfig, SequenceField, TableConfig
 from hashcdc.errors import InputDataError
-from hashcdc.pipeline import kafka
-from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
+from hashcdc.pipeline.columns import (
+    BLOCK_START,
+    CORRUPT_RECORD,
+    EVENT_TIME_RAW,
+    LINE_COLUMN,
+    ROW_ID,
+    SOURCE_FILE,
+)
 from hashcdc.pipeline.evolution.schema_changes import (
-    SCHEMA_FILE_PREFIX,
     read_schema_changes,
     shape_problems,
 )
-from hashcdc.pipeline.extract import LINE_COLUMN, read_event_lines
+from hashcdc.pipeline.extract import read_event_lines
 from hashcdc.pipeline.header import SAMPLE_ROWS, inferred_type, new_columns_suggestion
 from hashcdc.pipeline.inputs.base import Reader
 from hashcdc.pipeline.inputs.events import (
     BEFORE_PREFIX,
-    EVENT_TIME_RAW,
     LOGICAL_PREFIX,
     OPERATION_RAW_COLUMN,
     SCALE_PREFIX,
     SEQUENCE_PREFIX,
     TOMBSTONE_COLUMN,
 )
+from hashcdc.pipeline.transports import transport_of
 from hashcdc.runtime.hadoop import HadoopFiles
 
 # A JSON line parsed, its envelope (the line or its schema wrapper's payload) and the
@@ -127,13 +132,10 @@ class JsonEventsReader(Reader):
         spark: SparkSession, table: TableConfig, files: list[str], business_date: str
     ) -> set[str]:
         """Refuse, or report, the date's schema changes; the fields the report named."""
-        if table.source.kafka is not None:  # no capture landed schema changes beside them
-            return set()
-        hadoop = HadoopFiles.of(spark)
-        folders = sorted({file.rsplit("/", 1)[0] for file in files})
-        landed = [f for folder in folders for f in hadoop.files_named(folder, SCHEMA_FILE_PREFIX)]
+        landed = transport_of(table).schema_change_files(spark, files)
         if not landed:
             return set()
+        hadoop = HadoopFiles.of(spark)
         events = read_schema_changes(hadoop.read_text(file) for file in landed)
         review = shape_problems(table, events, business_date)
         if review.refusals:
@@ -230,8 +232,8 @@ class JsonEventsReader(Reader):
             f.alias: F.try_variant_get(envelope, _sequence_path(f), "string")
             for f in table.changes.sequence_by
         }
-        if files and kafka.is_topic(files[0]):
-            lines = lines.where(kafka.in_date(table, files[0], event_time))
+        if files:
+            lines = lines.where(transport_of(table).within_date(table, files, event_time))
         return lines.select(
             *[value.alias(name) for name, value in image.items()],
             *[value.alias(BEFORE_PREFIX + name) for name, value in before.items()],

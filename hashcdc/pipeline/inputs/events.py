@@ -14,16 +14,18 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
-from hashcdc.pipeline.columns import BLOCK_START, CORRUPT_RECORD, ROW_ID, SOURCE_FILE
-from hashcdc.pipeline.extract import LINE_COLUMN
+from hashcdc.pipeline.columns import (
+    BLOCK_START,
+    CORRUPT_RECORD,
+    EVENT_TIME_RAW,
+    LINE_COLUMN,
+    ROW_ID,
+    SOURCE_FILE,
+)
 
 BEFORE_PREFIX = "__before_"
 OPERATION_RAW_COLUMN = "_op_raw"
 SEQUENCE_PREFIX = "_seq_"
-# When the change happened in the source, in epoch milliseconds as the event says it:
-# Debezium's source.ts_ms (else the connector's ts_ms); __source_ts_ms (else __ts_ms) in
-# the flat form. csv and parquet feeds carry none.
-EVENT_TIME_RAW = "_event_ms"
 # The logical type (and decimal scale) the event's own schema gives a field, when it has one.
 LOGICAL_PREFIX = "_logical_"
 SCALE_PREFIX = "_scale_"

@@ -1,4 +1,4 @@
-"""A change feed read from a Kafka topic (``source.kafka``) through Spark's Kafka source.
+"""A Kafka topic (``source.kafka``): change events read through Spark's Kafka source.
 
 A business date's events are those whose source commit time falls in the date, in the
 table's time zone (``changes.time_zone``, UTC by default; as ``hashcdc capture`` lands
@@ -19,18 +19,29 @@ a row's file is ``kafka://<topic>/<partition>`` and its row id the record's offs
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import socket
 import urllib.parse
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
-from hashcdc.dates import date_bounds_ms
+from hashcdc.dates import date_bounds_ms, date_in_zone
 from hashcdc.errors import InputDataError
-from hashcdc.pipeline.columns import BLOCK_START, ROW_ID, SOURCE_FILE
+from hashcdc.pipeline.columns import (
+    BLOCK_START,
+    EVENT_TIME_RAW,
+    LINE_COLUMN,
+    ROW_ID,
+    SOURCE_FILE,
+)
+from hashcdc.pipeline.transports.base import StreamLimits, StreamRead, Transport, Watch
+from hashcdc.state.versions import DateVersion
 
 SCHEME = "kafka://"
 # A read of every date (the stream's probe).
@@ -160,11 +171,6 @@ def listed_offsets(
         admin.close()
 
 
-def is_topic(location: str) -> bool:
-    """Whether a location is a topic's read (not a file)."""
-    return location.startswith(SCHEME)
-
-
 def date_end_ms(table: TableConfig, business_date: str) -> int:
     """The end of a business date in the table's time zone, in epoch milliseconds."""
     return date_bounds_ms(business_date, table.time_zone)[1]
@@ -238,3 +244,151 @@ def in_date(table: TableConfig, location: str, commit_ms: Column) -> Column:
 def partition_of(source_file: Column) -> Column:
     """A record's partition, from its ``_source_file``."""
     return F.element_at(F.split(source_file, "/"), -1).cast("int")
+
+
+def _nothing() -> None:
+    """A round's date applied: its offsets move once all of the round's dates are."""
+
+
+class TopicWatch(Watch):
+    """The stream's watch of a topic: the records after those it read, in bounded rounds.
+
+    A round takes the records after those this stream read, at most ``max_records`` of a
+    partition. A record belongs to the date of its commit, or the open date when that is
+    later (a late event). Dates close as they do for files: when a later date's events
+    come. Partitions are read to different points (each its own backlog, its producer's
+    pace): each has its own watermark in the state (P rows), so a partition behind the
+    others is applied when its records come, and a batch orders its events by sequence
+    across partitions. Rounds follow one another until one finds no new record.
+    """
+
+    def __init__(self, spark: SparkSession, table: TableConfig, limits: StreamLimits) -> None:
+        self.spark, self.table, self.limits = spark, table, limits
+        # The offsets this stream read up to (none yet: from its open date's start).
+        self.positions: Offsets = {}
+        # What the broker said when it did not answer (said once).
+        self.problem: str | None = None
+
+    @property
+    def away(self) -> bool:
+        """Whether the topic's brokers did not answer the last round."""
+        return self.problem is not None
+
+    def reads(self, latest: Callable[[], DateVersion | None]) -> Iterator[StreamRead]:
+        """Round after round, each date's range of new records, until a round finds none."""
+        while True:
+            state = latest()
+            found = self._round(state)
+            if found is None:
+                return
+            start, end, dates = found
+            topic = self.table.source.kafka.topic  # type: ignore[union-attr]
+            for date in dates:
+                # Offered again from the round's start until all its dates are applied.
+                yield StreamRead(date, [TopicRead(topic, date, start, end).location()], _nothing)
+            self.positions = end
+
+    def _round(self, state: DateVersion | None) -> tuple[Offsets, Offsets, list[str]] | None:
+        """A round's start and end offsets and the dates of its records; None: nothing new."""
+        kafka = self.table.source.kafka
+        assert kafka is not None
+        since = date_start_ms(self.table, state.business_date) if state is not None else None
+        try:
+            check_reachable(self.table)
+            # Partitions this stream has not read (all of them after a start, and any the
+            # topic gained) from the open date's start; the others from where it read up to.
+            listed, ends = listed_offsets(self.spark, self.table, since)
+            start = {**listed, **self.positions}
+            # Nothing new in any partition: no Spark job (an idle stream's rounds are cheap).
+            fresh = any(start.get(partition, 0) < end for partition, end in ends.items())
+            found = self._probe(TopicRead(kafka.topic, ANY_DATE, start)) if fresh else []
+        except Exception as exc:  # noqa: BLE001 - a broker away: tried again next step
+            problem = str(exc).strip().splitlines()[0]
+            if self.problem != problem:
+                self.limits.say(f"hashcdc stream: {problem}; trying again every step")
+            self.problem = problem
+            return None
+        self.problem = None
+        if not found:
+            # Nothing, or only tombstones, up to the listed ends: the next round starts there.
+            self.positions = {p: max(start.get(p, 0), e) for p, e in ends.items()}
+            return None
+        end = dict(start)
+        for partition, _, offset in found:
+            end[partition] = max(end.get(partition, 0), offset + 1)
+        open_date = state.business_date if state is not None else None
+        dates = sorted({max(date, open_date) if open_date else date for _, date, _ in found})
+        return start, end, dates
+
+    def _probe(self, read: TopicRead) -> list[tuple[int, str, int]]:
+        """A read's new records: partition, business date of the commit, greatest offset.
+
+        At most ``max_records`` records of each partition, its first: the next round probes
+        from where these end, so a backlog is applied in bounded batches.
+        """
+        raw = self.limits.raw_events(self.spark, self.table, [read.location()])
+        partition = partition_of(F.col(SOURCE_FILE))
+        first = F.min(ROW_ID).over(Window.partitionBy(partition))
+        raw = raw.withColumn("_first", first).where(
+            F.col(ROW_ID) < F.col("_first") + self.limits.max_records
+        )
+        # The commit's date in the table's time zone (no session time zone involved).
+        committed = commit_date(self.table, F.col(EVENT_TIME_RAW))
+        today = date_in_zone(dt.datetime.now(dt.UTC), self.table.time_zone)
+        rows = (
+            raw.groupBy(
+                partition_of(F.col(SOURCE_FILE)).alias("partition"),
+                F.coalesce(committed.cast("string"), F.lit(today)).alias("business_date"),
+            )
+            .agg(F.max(ROW_ID).alias("offset"))
+            .collect()
+        )
+        return [(row["partition"], row["business_date"], row["offset"]) for row in rows]
+
+
+class Kafka(Transport):
+    """A Kafka topic of change events (``source.kafka``), read through Spark's Kafka source."""
+
+    name = "kafka"
+    description = (
+        "a Kafka topic of change events (source.kafka: its brokers and topic); a business "
+        "date is the events committed in it, in the table's time zone"
+    )
+    sniffs_bytes = False
+    partitioned = True
+
+    def carries(self, table: TableConfig) -> bool:
+        """The tables with ``source.kafka``."""
+        return table.source.kafka is not None
+
+    def locations(self, spark: SparkSession, table: TableConfig, business_date: str) -> list[str]:
+        """The date's read of the topic (all of its window), once a broker answers."""
+        del spark
+        check_reachable(table)
+        return [topic_location(table, business_date)]
+
+    def read_lines(
+        self, spark: SparkSession, table: TableConfig, locations: list[str]
+    ) -> DataFrame:
+        """The read's records as lines, with their partition (as the file) and offset."""
+        (location,) = locations
+        return read_topic_lines(spark, table, location, LINE_COLUMN)
+
+    def within_date(self, table: TableConfig, locations: list[str], commit_ms: Column) -> Column:
+        """Committed before the read's date ends (:func:`in_date`)."""
+        return in_date(table, locations[0], commit_ms)
+
+    def partition(self, source_file: Column) -> Column:
+        """The record's partition (:func:`partition_of`)."""
+        return partition_of(source_file)
+
+    def record_number(self) -> Column | None:
+        """A record's number is its offset in its partition."""
+        return F.col(ROW_ID)
+
+    def watch(
+        self, spark: SparkSession, table: TableConfig, project_dir: Path, limits: StreamLimits
+    ) -> Watch:
+        """The topic, read from where this stream read up to."""
+        del project_dir
+        return TopicWatch(spark, table, limits)

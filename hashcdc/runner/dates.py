@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dbt_common.invocation import get_invocation_id
-
 from hashcdc.config import load_table_configs
-from hashcdc.runtime.project import dbt_args, invoke_dbt, table_selector
+from hashcdc.runner.invocation import invoke_and_audit
+from hashcdc.runtime.project import table_selector
 from hashcdc.state import audit
 
 
@@ -80,7 +79,6 @@ def build_dates(
     seconds (``run --profile``). Returns where tables stopped.
     """
     out = audit.console()
-    table = audit.audit_table(project_dir)
     stops = Stops()
     for run in runs:
         if stops.everything:
@@ -97,10 +95,10 @@ def build_dates(
         if selector and run.also_select:
             selector += run.also_select
         args = [*run.extra, *selector, "--log-path", str(log_dir)]
-        result = invoke_dbt(dbt_args("build", project_dir, args), run.business_date)
+        done = invoke_and_audit(spark, project_dir, "build", args, run.business_date)
         if after_build:
-            after_build(result, time.perf_counter() - started)
-        rows = audit.invocation_rows(spark, table, [get_invocation_id()])
+            after_build(done.result, time.perf_counter() - started)
+        rows = done.rows
         if rows:
             audit.print_summary(rows, out)
         else:
@@ -108,7 +106,7 @@ def build_dates(
         failed = [row.table_name for row in rows if row.status in audit.FAILED_STATUSES]
         for name in failed:
             stops.at.setdefault(name, run.business_date)
-        if not result.success and not failed:
+        if not done.success and not failed:
             stops.everything = run.business_date
     return stops
 

@@ -1,0 +1,273 @@
+"""``hashcdc stream``: change feeds applied to their state as their events land.
+
+The stream watches each selected change feed where its transport says its events land
+(:mod:`hashcdc.pipeline.transports`: the landing folders of ``source.path``, one per
+business date, where ``hashcdc capture`` lands a table's events by their commit date; or
+a Kafka topic), through the transport's :class:`~hashcdc.pipeline.transports.Watch`.
+When a date's files change, the date runs as a *micro-batch*: ``dbt run`` of the table's
+stage and state models with the var ``hashcdc_micro_batch``, the same models and macros
+as the daily path. The stage marks the events the state as it is has not applied
+(its ``W`` watermark and ``A`` rows, :class:`hashcdc.pipeline.feed.PriorState`), and the
+state's MERGE applies them on top of the date's earlier micro-batches in one Delta commit,
+which carries the new watermark: the position and the state move together, so a batch
+killed before its commit is applied again by the next one, and one committed is never
+applied twice (events are recognised by their content, not by a stream checkpoint).
+
+A date stays *open* while micro-batches apply it (its history is not written). When the
+first events of a later date land, the stream closes the open date before it applies
+them: a whole-date ``dbt build`` of the table (``hashcdc run --date`` does the same). It
+computes the date from its files against the date before, as a daily run does, and
+merges that on top of the micro-batches in one commit (the date plan's ``close`` mode: no
+restore, so a reader never sees the date before again); its history is the net of the
+date's commits, then its tests and audit run as a daily run's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import math
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hashcdc.config import TableConfig
+from hashcdc.dates import date_bounds_ms
+from hashcdc.pipeline.inputs import table_reader
+from hashcdc.pipeline.transports import StreamLimits, StreamRead, Watch, transport_of
+from hashcdc.relations import Relations
+from hashcdc.runner.invocation import invoke_and_audit
+from hashcdc.runtime.lock import table_locks
+from hashcdc.runtime.project import table_selector
+from hashcdc.state import audit
+from hashcdc.state.versions import DateVersion, applied_versions
+
+# The var that makes a date's run a micro-batch (read by the macro date_command).
+MICRO_BATCH_VAR = "hashcdc_micro_batch"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one micro-batch (or a date's close) did, from the run's audit row."""
+
+    table: str
+    business_date: str
+    status: str
+    events: int
+    counts: dict[str, int]
+    seconds: float
+    # Source commit time of the latest applied event → the state's commit, in seconds.
+    lag: float | None
+    error: str | None
+
+    def line(self, closing: bool = False) -> str:
+        """One line for the stream's output."""
+        stamp = dt.datetime.now().strftime("%H:%M:%S")
+        what = "closed" if closing else "applied"
+        # The events read: a micro-batch reads its date's files again, applies the new.
+        if self.status in audit.FAILED_STATUSES:
+            return f"{stamp} {self.table} {self.business_date}: failed: {self.error}"
+        counts = " ".join(f"{letter} {self.counts.get(letter, 0)}" for letter in "IUD")
+        lag = f"; lag {self.lag:.1f} s" if self.lag is not None and not closing else ""
+        return (
+            f"{stamp} {self.table} {self.business_date}: {what}: {counts} "
+            f"({self.events} event(s) read) in {self.seconds:.1f} s{lag}"
+        )
+
+
+def _batch_of(row: Any) -> Batch:
+    counts = {letter: int(row[column] or 0) for letter, column in audit.OPERATIONS}
+    lag = None
+    if row["latest_event_at"] is not None and row["ended_at"] is not None:
+        lag = max(0.0, (row["ended_at"] - row["latest_event_at"]).total_seconds())
+    return Batch(
+        table=row["table_name"],
+        business_date=str(row["business_date"]),
+        status=row["status"],
+        events=int(row["rows_in"] or 0),
+        counts=counts,
+        seconds=float(row["seconds"] or 0.0),
+        lag=lag,
+        error=row["error_message"],
+    )
+
+
+@dataclass
+class Stream:
+    """The stream of some change-feed tables in one Spark session.
+
+    ``turn`` gives each step the writer's turn (the engine's, :func:`writer_turn`);
+    ``stopping`` says when to stop, checked between steps.
+    """
+
+    spark: Any
+    project_dir: Path
+    schema: str
+    tables: list[TableConfig]
+    log_dir: Path
+    extra: tuple[str, ...] = ()
+    turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    stopping: Callable[[], bool] = lambda: False
+    print: Callable[[str], None] = print
+    # Bounded micro-batches, whatever the backlog (a stream started after a long stop): at
+    # most this many landed files, or records of a topic, a batch; the rest in later ones.
+    max_files: int = 100
+    max_records: int = 1_000_000
+    # Minutes after an open date's end (the table's zone) when the stream closes it itself;
+    # None: when a later date's first events come (or a user's `hashcdc run --date`).
+    close_after: float | None = None
+    # When each table's open date was last looked at for --close-after (monotonic seconds).
+    close_looked: dict[str, float] = field(default_factory=dict)
+    # Each table's watch of its transport: what it has read of the landing or the topic.
+    watches: dict[str, Watch] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def run(self, interval: float, once: bool = False) -> int:
+        """Apply what lands until stopped (``once``: what has landed, then return)."""
+        self.print(
+            f"hashcdc stream: {', '.join(t.name for t in self.tables)}; watching their landing "
+            f"folders and topics every {interval:g} s"
+            + (" (once)" if once else " (SIGTERM or Ctrl-C stops)")
+        )
+        while not self.stopping():
+            for table in self.tables:
+                if table.name not in self.failed and not self.stopping():
+                    self.step(table)
+            if once or len(self.failed) == len(self.tables):
+                break
+            for _ in self._pauses(interval):
+                if self.stopping():
+                    break
+        self.print(
+            "hashcdc stream: stopped"
+            + (f"; failed: {', '.join(sorted(self.failed))}" if self.failed else "")
+        )
+        return 1 if self.failed else 0
+
+    @staticmethod
+    def _pauses(interval: float) -> Iterator[None]:
+        """Sleep ``interval`` seconds in short pauses (a stop is seen within one)."""
+        deadline = time.monotonic() + interval
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(0.2, left))
+            yield
+
+    def step(self, table: TableConfig) -> None:
+        """Apply what landed since this stream last looked; close the open date when due."""
+        for read in self._watch(table).reads(lambda: self._latest(table)):
+            if self.stopping() or not self._turn(table, self._latest(table), read):
+                break
+            read.done()
+        if table.name not in self.failed and not self.stopping():
+            self._close_when_over(table)
+
+    def _watch(self, table: TableConfig) -> Watch:
+        """The table's watch of its transport (made on the first step)."""
+        if table.name not in self.watches:
+            limits = StreamLimits(
+                self.max_files,
+                self.max_records,
+                self.print,
+                lambda spark, read, locations: table_reader(read).raw_events(
+                    spark, read, locations
+                ),
+            )
+            transport = transport_of(table)
+            self.watches[table.name] = transport.watch(self.spark, table, self.project_dir, limits)
+        return self.watches[table.name]
+
+    def _turn(self, table: TableConfig, latest: DateVersion | None, read: StreamRead) -> bool:
+        """One micro-batch (``read``) in the writer's turn; whether it succeeded.
+
+        The open date is closed first when the read's date is later; a failure pauses the
+        table.
+        """
+        date, files = read.business_date, read.locations
+        with self.turn(), table_locks(self.spark, [table.name]):
+            if latest is not None and latest.is_open and date > latest.business_date:
+                closed = self._close(table, latest.business_date)
+                if closed.status in audit.FAILED_STATUSES:
+                    self._fail(table, closed)
+                    return False
+            applied = self._apply(table, date, files)
+        self.print(applied.line())
+        if applied.status in audit.FAILED_STATUSES:
+            self._fail(table, applied)
+            return False
+        return True
+
+    def _close_when_over(self, table: TableConfig) -> None:
+        """Close the open date once ``close_after`` minutes have passed since its end.
+
+        A late event of the date that comes after this applies to it again (it opens
+        again) and a step within a minute closes it again, as a replay would. Not while a
+        topic's broker is away (the close reads the topic).
+        """
+        if self.close_after is None or self._watch(table).away:
+            return  # a topic's broker away: the close would read the topic
+        # A date ends once a day: a look a minute is enough (the first at once).
+        now = time.monotonic()
+        if now - self.close_looked.get(table.name, -math.inf) < 60:
+            return
+        self.close_looked[table.name] = now
+        latest = self._latest(table)
+        if latest is None or not latest.is_open:
+            return
+        end_ms = date_bounds_ms(latest.business_date, table.time_zone)[1]
+        if time.time() * 1000 < end_ms + self.close_after * 60_000:
+            return
+        with self.turn(), table_locks(self.spark, [table.name]):
+            closed = self._close(table, latest.business_date)
+        if closed.status in audit.FAILED_STATUSES:
+            self._fail(table, closed)
+
+    def _fail(self, table: TableConfig, batch: Batch) -> None:
+        self.failed[table.name] = batch.error or batch.status
+        self.print(
+            f"hashcdc stream: {table.name} paused at {batch.business_date} (the other tables go "
+            "on); fix the cause and start the stream again"
+        )
+
+    def _latest(self, table: TableConfig) -> DateVersion | None:
+        state = table.relations.in_schema(self.schema).state
+        if not self.spark.catalog.tableExists(state):
+            return None
+        applied = applied_versions(self.spark, state)
+        return applied[-1] if applied else None
+
+    def _apply(self, table: TableConfig, date: str, files: list[str]) -> Batch:
+        """One micro-batch: the table's stage and states (and its views, the first time).
+
+        ``files``: the date's files to read (new or changed since this stream read them);
+        empty: all of them.
+        """
+        names = Relations(table.name)
+        pairs = [(names.state, names.current)]
+        if table.sensitive_columns:
+            pairs.append((names.sensitive_state, names.sensitive_current))
+        nodes = [names.stage]
+        for state, current in pairs:
+            nodes.append(state)
+            if not self.spark.catalog.tableExists(f"{self.schema}.{current}"):
+                nodes.append(current)
+        variables = ["--vars", json.dumps({MICRO_BATCH_VAR: files or True})]
+        return self._invoke("run", table, date, ["--select", *nodes, *variables])
+
+    def _close(self, table: TableConfig, date: str) -> Batch:
+        """The open date as a whole: its tags and counts, history, tests and audit."""
+        batch = self._invoke("build", table, date, table_selector([table.name]))
+        self.print(batch.line(closing=True))
+        return batch
+
+    def _invoke(self, command: str, table: TableConfig, date: str, select: list[str]) -> Batch:
+        args = [*self.extra, *select, "--log-path", str(self.log_dir), "--quiet"]
+        done = invoke_and_audit(self.spark, self.project_dir, command, args, date)
+        if done.rows:
+            return _batch_of(done.rows[0].asDict())
+        if done.success:
+            return Batch(table.name, date, "success", 0, {}, 0.0, None, None)
+        return Batch(table.name, date, "error", 0, {}, 0.0, None, done.first_error())
