@@ -10,11 +10,10 @@ format"); :func:`register` adds one from elsewhere (a plugin, a test).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import TYPE_CHECKING
 
 from hashcdc.config.schema import declare_format
+from hashcdc.pipeline.discovery import register_modules
 from hashcdc.pipeline.inputs.base import Reader
 
 if TYPE_CHECKING:
@@ -32,21 +31,6 @@ def register(reader: type[Reader]) -> type[Reader]:
     _READERS[reader.name] = reader()
     declare_format(reader.name, reader.carries_events)
     return reader
-
-
-def _discover() -> None:
-    for module in pkgutil.iter_modules(__path__):
-        if module.name in _SUPPORT_MODULES:
-            continue
-        loaded = importlib.import_module(f"{__name__}.{module.name}")
-        for value in vars(loaded).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, Reader)
-                and value.__module__ == loaded.__name__
-                and "name" in vars(value)
-            ):
-                register(value)
 
 
 def reader_for(format_name: str) -> Reader:
@@ -75,4 +59,4 @@ def event_format_names() -> tuple[str, ...]:
     return tuple(name for name in format_names() if _READERS[name].carries_events)
 
 
-_discover()
+register_modules(__name__, __path__, Reader, register, _SUPPORT_MODULES)

@@ -11,10 +11,9 @@ from elsewhere (a plugin, a test). ``files`` carries every table no other claims
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import TYPE_CHECKING
 
+from hashcdc.pipeline.discovery import register_modules
 from hashcdc.pipeline.transports.base import StreamLimits, StreamRead, Transport, Watch
 
 if TYPE_CHECKING:
@@ -35,21 +34,6 @@ def register(transport: type[Transport]) -> type[Transport]:
     return transport
 
 
-def _discover() -> None:
-    for module in pkgutil.iter_modules(__path__):
-        if module.name in _SUPPORT_MODULES:
-            continue
-        loaded = importlib.import_module(f"{__name__}.{module.name}")
-        for value in vars(loaded).values():
-            if (
-                isinstance(value, type)
-                and issubclass(value, Transport)
-                and value.__module__ == loaded.__name__
-                and "name" in vars(value)
-            ):
-                register(value)
-
-
 def transport_of(table: TableConfig) -> Transport:
     """The transport that carries ``table``: the one that claims it, else ``files``.
 
@@ -67,9 +51,4 @@ def transport_of(table: TableConfig) -> Transport:
     return claims[0] if claims else _TRANSPORTS[DEFAULT]
 
 
-def transport_names() -> tuple[str, ...]:
-    """The registered transports, ``files`` first."""
-    return (DEFAULT, *sorted(set(_TRANSPORTS) - {DEFAULT}))
-
-
-_discover()
+register_modules(__name__, __path__, Transport, register, _SUPPORT_MODULES)
