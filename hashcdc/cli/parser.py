@@ -6,17 +6,24 @@ The subcommands, their help and handlers are the table of :mod:`hashcdc.cli.comm
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from hashcdc import __version__
 from hashcdc.config import EXTRACT_TYPES
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 
-if TYPE_CHECKING:
-    from hashcdc.cli.commands import Command
+
+class Subcommand(Protocol):
+    """What the parser takes of a subcommand (:class:`hashcdc.cli.commands.Command`)."""
+
+    name: str
+    help: str
+    handler: Callable[[argparse.Namespace], int]
+    arguments: Callable[[argparse.ArgumentParser], None]
+    serving: Any
 
 
 def _date(text: str) -> str:
@@ -49,7 +56,7 @@ def _add_processing_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[Subcommand]) -> argparse.ArgumentParser:
     """The argument parser of the ``hashcdc`` command, its subcommands from ``commands``.
 
     Each subcommand's parser gets the command as its ``handler`` and ``serving``
