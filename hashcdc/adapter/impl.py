@@ -29,7 +29,6 @@ from hashcdc.state.versions import (
     applied_versions,
     commit_metadata_statement,
     restore,
-    same_shape_at,
 )
 
 # Listing a schema while another process replaces one of its tables: tries, then a
@@ -161,11 +160,6 @@ class HashcdcAdapter(SparkAdapter):
         return kept_counts(
             self._session(), f"{relation.schema}.{relation.identifier}", business_date
         )
-
-    @available
-    def hashcdc_same_shape_at(self, relation: BaseRelation, version: int) -> bool:
-        """Whether a table's columns and types now are those of ``version`` (``versions``)."""
-        return same_shape_at(self._session(), f"{relation.schema}.{relation.identifier}", version)
 
     @available
     def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:

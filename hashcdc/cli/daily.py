@@ -55,7 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.select or [],
         args.target,
         "run",
-        lambda tables: (
+        lambda configs, tables: (
             f"hashcdc run: {len(dates)} date(s) ({dates[0]}..{dates[-1]}) of "
             f"{', '.join(tables)}; starting Spark"
         ),

@@ -7,18 +7,19 @@ import signal
 import threading
 from collections.abc import Callable
 
-from hashcdc.config import load_table_configs
+from hashcdc.config import TableConfig
 from hashcdc.engine.server import stop_requested, writer_turn
 from hashcdc.errors import HashcdcError
 from hashcdc.runner.preamble import prepare
-from hashcdc.runtime.project import find_project_dir, profile_output
+from hashcdc.runtime.project import profile_output
 
 
-def feeds_only(args: argparse.Namespace) -> Callable[[list[str]], str]:
+def feeds_only(
+    args: argparse.Namespace,
+) -> Callable[[list[TableConfig], list[str]], str]:
     """The stream's check of its tables before Spark starts: change feeds only, at least one."""
 
-    def checked(names: list[str]) -> str:
-        configs = load_table_configs(find_project_dir(args.project_dir) / "tables")
+    def checked(configs: list[TableConfig], names: list[str]) -> str:
         snapshots = [t.name for t in configs if t.name in names and not t.is_feed]
         if snapshots and args.select:
             raise HashcdcError(

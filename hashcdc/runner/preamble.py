@@ -44,18 +44,19 @@ def prepare(
     selected: Sequence[str],
     target: str | None,
     command: str,
-    announce: Callable[[list[str]], str] | None = None,
+    announce: Callable[[list[TableConfig], list[str]], str] | None = None,
 ) -> Work:
     """The preamble of ``command`` (run, replay, stream) on the ``selected`` tables (all: none).
 
-    ``announce``: from the active tables, the line printed before Spark starts (which can
-    take a while; none when empty); it may refuse them first (a ``HashcdcError``).
+    ``announce``: from every config and the active tables' names, the line printed before
+    Spark starts (which can take a while; none when empty); it may refuse them first (a
+    ``HashcdcError``).
     """
     folder = find_project_dir(project_dir)
     configs = ensure_generated(folder, selected)
     tables = active_tables(configs, selected)
     os.chdir(folder)
-    line = announce(tables) if announce else ""
+    line = announce(configs, tables) if announce else ""
     if line:
         print(line, flush=True)
     spark = spark_session(folder, target)
