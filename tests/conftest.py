@@ -25,7 +25,9 @@ import yaml
 from time_ledger import (  # noqa: F401 - the hooks that report where the time goes
     pytest_configure,
     pytest_runtest_protocol,
+    pytest_sessionfinish,
     pytest_terminal_summary,
+    pytest_testnodedown,
 )
 
 REPO = Path(__file__).resolve().parents[1]

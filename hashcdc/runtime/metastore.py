@@ -44,7 +44,7 @@ POLL_SECONDS = 0.1
 RECORD_READ_SECONDS = 2.0
 RECORD_READ_POLL_SECONDS = 0.02
 # How much of the holder's command line the message shows.
-COMMAND_WIDTH = 120
+COMMAND_WIDTH = 160
 _DERBY_DATABASE = re.compile(r"^jdbc:derby:.*databaseName=([^;]+)")
 # The JVM option that names Derby's log file (a peer of the bench points it at its own).
 DERBY_LOG_OPTION = re.compile(r"-Dderby\.stream\.error\.file=(\S+)")
@@ -114,12 +114,25 @@ def _lock_holder(lock_file: Path) -> Holder:
     return Holder(None)
 
 
+# The interpreter's own options that take a value (python -X dev, -W error, …).
+PYTHON_VALUE_OPTIONS = frozenset({"-X", "-W"})
+
+
 def _program(words: list[str]) -> str:
-    """A Python process's program (hashcdc, dbt, pytest) and its arguments."""
-    if len(words) > 2 and words[1] == "-m":  # python -m hashcdc.cli …
-        program = [words[2].split(".")[0], *words[3:]]
+    """A Python process's program (hashcdc, dbt, pytest) and its arguments.
+
+    The interpreter's options are left out (``python -u -m hashcdc.cli …`` is hashcdc); a
+    program given as ``-c`` code (a pytest-xdist worker's) is ``python -c <code>``.
+    """
+    rest = words[1:]
+    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+        rest = rest[2:] if rest[0] in PYTHON_VALUE_OPTIONS else rest[1:]
+    if len(rest) > 1 and rest[0] == "-m":  # python -m hashcdc.cli …
+        program = [rest[1].split(".")[0], *rest[2:]]
+    elif rest and rest[0] == "-c":
+        program = ["python", *rest]
     else:
-        program = [Path(words[1]).name, *words[2:]] if len(words) > 1 else []
+        program = [Path(rest[0]).name, *rest[1:]] if rest else []
     return " ".join(program)[:COMMAND_WIDTH]
 
 

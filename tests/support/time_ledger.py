@@ -11,6 +11,7 @@ seconds overlap). ``--durations`` gives the tests.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 import time
@@ -97,6 +98,22 @@ def pytest_configure(config: pytest.Config) -> None:
     from dbt.cli.main import dbtRunner
 
     dbtRunner.invoke = timed_invoke(dbtRunner.invoke)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker, hand the worker's modules to the controller."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["time_ledger"] = {name: dataclasses.asdict(m) for name, m in _modules.items()}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """In the pytest-xdist controller, add a finished worker's modules to the ledger."""
+    for name, times in getattr(node, "workeroutput", {}).get("time_ledger", {}).items():
+        module = _modules[name]
+        for field, value in times.items():
+            setattr(module, field, getattr(module, field) + value)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from hashcdc.runtime.metastore import (
     _ensure_derby_log_folder,
     _process,
+    _program,
     _recorded_holder,
     embedded_metastore_dir,
     metastore_holder,
@@ -116,3 +117,14 @@ def test_the_folder_of_derbys_log_is_created(tmp_path: Path) -> None:
     }
     _ensure_derby_log_folder(settings)
     assert log.parent.is_dir()
+
+
+def test_a_python_holder_is_named_by_its_program_not_the_interpreter_options() -> None:
+    python = "/usr/bin/python3"
+    assert _program([python, "-m", "hashcdc.cli", "run"]) == "hashcdc run"
+    assert _program([python, "-u", "-X", "dev", "-m", "hashcdc.cli", "query", "x"]) == (
+        "hashcdc query x"
+    )
+    assert _program([python, "/venv/bin/pytest", "-q"]) == "pytest -q"
+    assert _program([python, "-u", "-c", "import sys"]) == "python -c import sys"
+    assert _program([python]) == ""
