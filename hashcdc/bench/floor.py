@@ -15,6 +15,14 @@ gets twelve dates, 3% of its keys changed and 1% replaced a date, in two forms:
 Each form's dates 4-12 (the session warm, a log checkpoint among them) give the median
 wall time and Spark jobs of a date: what any design of a table-date built of Delta
 statements costs here before dbt, the extract and the checks add theirs.
+
+Beside them, the **group** form (issue 65: table groups) at 1, 10 and 100 members of
+1,000 rows each, of different shapes: the members' extracts are one ``union all`` of
+their own projections onto the group's typed *slots* (a member's columns take the slots
+of their type family in order, so a row is as wide as the widest member, not as the sum
+of the members), one diff joined on ``(table_name, keyhash)``, one ``MERGE`` of the group's
+state, its history's date replaced from that commit's change data feed, one count per
+member: a group's date in the merge form's statements, whatever its number of members.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,30 +121,139 @@ def _lean_date(spark: Any, day: int) -> None:
     )
 
 
-def _jobs(spark: Any) -> int:
-    """Spark jobs this application has run (its status store keeps them without a UI)."""
-    return int(spark.sparkContext._jsc.sc().statusStore().jobsList(None).size())
+# The group form's slots: a member's columns take those of their family in order.
+GROUP_SLOTS = {"bigint": ["b1", "b2", "b3", "b4", "b5"], "double": ["d1"], "string": ["s1"],
+               "date": ["t1"]}  # fmt: skip
+GROUP_COLUMNS = "table_name string, keyhash string, nonkeyhash string, operation string, " + (
+    ", ".join(f"{slot} {family}" for family, slots in GROUP_SLOTS.items() for slot in slots)
+)
+GROUP_SIZES = (1, 10, 100)
 
 
-def _form(spark: Any, name: str, date: Callable[[Any, int], None]) -> dict[str, Any]:
+def _member_extract(day: int, member: int) -> str:
+    """A member's full extract as its own projection onto the slots (a shape of its own)."""
+    first, extra = 10 * day, member % 5
+    values = {"b1": "id", "d1": "cast(id * 1.5 as double)", "s1": f"concat('m{member}-', id)"}
+    values |= {f"b{i + 2}": f"id * {i + 2}" for i in range(extra - 1)}
+    if member % 2:
+        values["t1"] = "date_add(date'2020-01-01', cast(id % 1000 as int))"
+    slots = [slot for family in GROUP_SLOTS.values() for slot in family]
+    payload = ", ".join(f"{values.get(slot, 'null')} as {slot}" for slot in slots)
+    return f"""
+        select
+            'm{member:04d}' as table_name,
+            sha2(cast(id as string), 256) as keyhash,
+            sha2(concat(cast(id as string), '|', cast(if(id % 33 = {day} % 33, {day}, 0)
+                as string)), 256) as nonkeyhash,
+            {payload}
+        from range({first}, {first + ROWS})
+    """
+
+
+def _scanned_extract(day: int, members: int) -> str:
+    """The members' extracts as one scan, the member a column of each row (same rows)."""
+    first = 10 * day
+    return f"""
+        with scanned as (
+            select cast(id div {ROWS} as int) as member, {first} + id % {ROWS} as id
+            from range(0, {members * ROWS})
+        )
+        select
+            format_string('m%04d', member) as table_name,
+            sha2(cast(id as string), 256) as keyhash,
+            sha2(concat(cast(id as string), '|', cast(if(id % 33 = {day} % 33, {day}, 0)
+                as string)), 256) as nonkeyhash,
+            id as b1,
+            if(member % 5 > 1, id * 2, null) as b2,
+            if(member % 5 > 2, id * 3, null) as b3,
+            if(member % 5 > 3, id * 4, null) as b4,
+            cast(null as bigint) as b5,
+            cast(id * 1.5 as double) as d1,
+            concat('m', member, '-', id) as s1,
+            if(member % 2 = 1, date_add(date'2020-01-01', cast(id % 1000 as int)), null) as t1
+        from scanned
+    """
+
+
+def _group_date(spark: Any, day: int, members: int, scanned: bool = False) -> None:
+    name = f"group_{'scan_' if scanned else ''}{members}"
+    state, history = f"{SCHEMA}.{name}_state", f"{SCHEMA}.{name}_history"
+    slots = [slot for family in GROUP_SLOTS.values() for slot in family]
+    extract = (
+        _scanned_extract(day, members)
+        if scanned
+        else " union all ".join(_member_extract(day, member) for member in range(members))
+    )
+    spark.sql(extract).createOrReplaceTempView("incoming")
+    payload = ",\n".join(f"coalesce(incoming.{s}, state.{s}) as {s}" for s in slots)
+    spark.sql(
+        f"""
+        merge into {state} as target
+        using (
+            select
+                coalesce(incoming.table_name, state.table_name) as table_name,
+                coalesce(incoming.keyhash, state.keyhash) as keyhash,
+                coalesce(incoming.nonkeyhash, state.nonkeyhash) as nonkeyhash,
+                case
+                    when state.keyhash is null then 'I'
+                    when incoming.keyhash is null then 'D'
+                    when incoming.nonkeyhash != state.nonkeyhash then 'U'
+                    else 'N'
+                end as operation,
+                {payload},
+                date_add(date'2024-01-01', {day}) as business_date
+            from incoming
+            full outer join {state} as state
+                on incoming.table_name = state.table_name and incoming.keyhash = state.keyhash
+        ) as source
+        on target.table_name = source.table_name and target.keyhash = source.keyhash
+        when matched and source.operation = 'D' then delete
+        when matched and source.operation = 'U' then update set *
+        when not matched and source.operation != 'D' then insert *
+        """
+    )
+    version = spark.sql(f"describe history {state} limit 1").first()["version"]
+    spark.sql(
+        f"""
+        insert into {history} replace where business_date = date_add(date'2024-01-01', {day})
+        select table_name, keyhash, nonkeyhash, if(_change_type = 'delete', 'D', operation),
+            {", ".join(slots)}, date_add(date'2024-01-01', {day})
+        from table_changes('{state}', {version}, {version})
+        where _change_type in ('insert', 'update_postimage', 'delete')
+        """
+    )
+    spark.sql(f"select table_name, count(*) from {state} group by table_name").collect()
+
+
+def _jobs(spark: Any, group: str) -> int:
+    """The Spark jobs run under a job group (the status store keeps the latest 1,000)."""
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def _form(
+    spark: Any, name: str, date: Callable[[Any, int], None], columns: str = COLUMNS
+) -> dict[str, Any]:
     spark.sql(f"drop table if exists {SCHEMA}.{name}_state")
     spark.sql(f"drop table if exists {SCHEMA}.{name}_history")
-    feed = "tblproperties (delta.enableChangeDataFeed = true)" if name == "merge" else ""
+    feed = "tblproperties (delta.enableChangeDataFeed = true)" if name != "lean" else ""
     spark.sql(
-        f"create table {SCHEMA}.{name}_state ({COLUMNS}, business_date date) using delta {feed}"
+        f"create table {SCHEMA}.{name}_state ({columns}, business_date date) using delta {feed}"
     )
     spark.sql(
-        f"create table {SCHEMA}.{name}_history ({COLUMNS}, business_date date) using delta "
+        f"create table {SCHEMA}.{name}_history ({columns}, business_date date) using delta "
         "partitioned by (business_date)"
     )
     seconds, jobs = [], []
     for day in range(1, DATES + 1):
-        _extract(spark, day).createOrReplaceTempView("incoming")
-        before, started = _jobs(spark), time.perf_counter()
+        if columns == COLUMNS:  # the group form makes its members' extracts itself
+            _extract(spark, day).createOrReplaceTempView("incoming")
+        group = f"{name}_{day}"
+        spark.sparkContext.setJobGroup(group, group)
+        started = time.perf_counter()
         date(spark, day)
         if day >= WARM_FROM:
             seconds.append(time.perf_counter() - started)
-            jobs.append(_jobs(spark) - before)
+            jobs.append(_jobs(spark, group))
     return {
         "date_s_median": round(statistics.median(seconds), 2),
         "date_s_min": round(min(seconds), 2),
@@ -144,16 +262,23 @@ def _form(spark: Any, name: str, date: Callable[[Any, int], None]) -> dict[str, 
     }
 
 
-def measure(project_dir: Path) -> dict[str, Any]:
-    """Both forms in one session of ``project_dir``'s profile; the scratch schema dropped."""
+def measure(project_dir: Path, groups: tuple[int, ...] = GROUP_SIZES) -> dict[str, Any]:
+    """The forms in one session of ``project_dir``'s profile; the scratch schema dropped."""
     spark = spark_session(project_dir)
     spark.sql(f"create database if not exists {SCHEMA}")
     try:
-        return {name: _form(spark, name, date) for name, date in
-                (("merge", _merge_date), ("lean", _lean_date))}  # fmt: skip
+        figures = {name: _form(spark, name, date) for name, date in
+                   (("merge", _merge_date), ("lean", _lean_date))}  # fmt: skip
+        for members in groups:
+            for scanned in (False, True):
+                name = f"group_{'scan_' if scanned else ''}{members}"
+                date = partial(_group_date, members=members, scanned=scanned)
+                figures[name] = _form(spark, name, date, GROUP_COLUMNS)
+        return figures
     finally:
         spark.sql(f"drop database if exists {SCHEMA} cascade")
 
 
 if __name__ == "__main__":
-    Path(sys.argv[2]).write_text(json.dumps(measure(Path(sys.argv[1])), indent=2) + "\n")
+    sizes = tuple(int(n) for n in sys.argv[3].split(",")) if len(sys.argv) > 3 else GROUP_SIZES
+    Path(sys.argv[2]).write_text(json.dumps(measure(Path(sys.argv[1]), sizes), indent=2) + "\n")
