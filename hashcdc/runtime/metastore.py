@@ -303,13 +303,17 @@ def _busy(database: Path, holder: Holder) -> MetastoreBusyError:
 def _wait_while_exiting(probe: Any, database: Path, deadline: float) -> None:
     """Poll ``probe`` (the holder, or None once free) until it is free.
 
-    Waits only while the holder is exiting and the deadline is ahead.
+    Waits only while the holder is exiting, or cannot be named, and the deadline is ahead:
+    a lock whose holder is not found has most often just been let go (a killed engine's
+    JVM that is ending releases Derby's lock between the try and the look), and the next
+    probe finds it free.
     """
     while True:
         holder = probe()
         if holder is None:
             return
-        if not holder.exiting or time.monotonic() >= deadline:
+        waits = holder.exiting or holder.pid is None
+        if not waits or time.monotonic() >= deadline:
             raise _busy(database, holder)
         time.sleep(POLL_SECONDS)
 

@@ -442,7 +442,13 @@ def test_a_stream_of_a_topic_killed_before_and_after_a_commit_applies_each_event
     def start_again(expected: str) -> None:
         streams.append(Lines(hashcdc(project.root, env, "stream", "--interval", "0.5")))
         applied = f"killed {day}: applied:"
-        wait_until(lambda: applied in streams[-1].text(), 300, "a batch after the restart")
+        try:
+            wait_until(lambda: applied in streams[-1].text(), 300, "a batch after the restart")
+        except TimeoutError as error:
+            engine_log = project.root / "logs" / "engine.log"
+            tail = engine_log.read_text(errors="replace")[-3000:] if engine_log.exists() else ""
+            message = f"{error}\nstream:\n{streams[-1].text()}\nengine log:\n{tail}"
+            raise AssertionError(message) from error
         assert f"{applied} {expected}" in streams[-1].text(), streams[-1].text()
 
     # Killed while the batch's MERGE runs: nothing of it committed.
