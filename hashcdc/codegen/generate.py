@@ -35,6 +35,8 @@ import jinja2
 import yaml
 
 from hashcdc.config import ColumnConfig, TableConfig
+from hashcdc.groups.members import Group, groups_of
+from hashcdc.groups.slots import MEMBER_COLUMN
 from hashcdc.pipeline.columns import (
     EVENT_STAGE_COLUMNS,
     HASH_COLUMNS,
@@ -48,6 +50,7 @@ from hashcdc.pipeline.columns import (
 from hashcdc.pipeline.hashing import HASH_ALGORITHM_VERSION
 from hashcdc.state.versions import (
     NEW_STATE_PROPERTIES,
+    SLOTS_PROPERTY,
     history_properties,
     state_properties,
     untouched_operation,
@@ -316,11 +319,149 @@ def _table_files(table: TableConfig) -> list[GeneratedFile]:
     return files
 
 
+# hashcdc's columns of a group's relations that a member's views keep as they are.
+MEMBER_TRAILING = {
+    "current": ["keyhash", "nonkeyhash", "operation", "eff_start_date"],
+    "history": ["keyhash", "nonkeyhash", "operation", "eff_start_date", "business_date"],
+    "rejects": [c.name for c in REJECTS_COLUMNS],
+}
+
+
+# The group's outputs, rendered by a table's own templates.
+OUTPUT_TEMPLATES = ("current.sql.j2", "history.sql.j2")
+
+
+def group_context(group: Group) -> dict[str, Any]:
+    """Everything the templates of one table group need."""
+    slot_map = group.slot_map
+    config_files = ", ".join(m.config_file for m in group.members)
+    group_yaml = yaml.dump(
+        group.to_dict(), Dumper=_IndentedDumper, sort_keys=False, allow_unicode=True, width=100
+    )
+    columns_on = {
+        slot.name: [
+            f"{m}.{p.column}" for m in slot_map.members for p in slot_map.of(m) if p.slot == slot
+        ]
+        for slot in slot_map.slots
+    }
+    enabled = group.enabled_members
+    return {
+        "name": group.name,
+        "relations": group.relations,
+        "note": GENERATED_NOTE.format(config=config_files),
+        "member_names": [m.name for m in group.members],
+        "enabled_member_names": repr([m.name for m in enabled]),
+        "members": [_member_context(m) for m in group.members],
+        "members_argument": repr({m.name: m.max_delete_fraction for m in enabled}),
+        "column_list": _wrapped_list([f"'{name}'" for name in slot_map.slot_names()]),
+        # The group's current and history keep the member column as one of theirs.
+        "member_column_list": _wrapped_list(
+            [f"'{name}'" for name in [MEMBER_COLUMN, *slot_map.slot_names()]]
+        ),
+        "slots": [
+            {"name": s.name, "data_type": s.data_type, "columns": columns_on[s.name]}
+            for s in slot_map.slots
+        ],
+        "state_properties": repr(
+            state_properties(HASH_ALGORITHM_VERSION, "full")
+            | NEW_STATE_PROPERTIES
+            | {SLOTS_PROPERTY: slot_map.as_property()}
+        ),
+        "state_model": group.relations.state,
+        "history_properties": repr(history_properties()),
+        "history_retention_hook": None,
+        "untouched_operation": untouched_operation("full"),
+        "is_feed": False,
+        "is_audit": False,
+        "is_keyless": False,
+        "grants": None,
+        "group_yaml": group_yaml.rstrip("\n"),
+        "stage_columns": _own_columns([*HASH_COLUMNS, *STAGE_TRAILING_COLUMNS]),
+        "rejects_columns": _own_columns(REJECTS_COLUMNS, "rejects"),
+    }
+
+
+def _member_context(member: TableConfig) -> dict[str, Any]:
+    return {
+        "name": member.name,
+        "relations": member.relations,
+        "description": member.description,
+        "columns": _columns(member.main_columns),
+    }
+
+
+def _group_files(group: Group) -> list[GeneratedFile]:
+    context = group_context(group)
+    names = group.relations
+    folder = Path("models") / group.name
+    python_models = Path("python_models")
+    config_file = context["note"]
+    targets = {
+        python_models / f"{names.stage}.py": "group_stage_model.py.j2",
+        python_models / f"{names.rejects}.py": "group_rejects_model.py.j2",
+        python_models / f"{names.stage}.yml": "group_stage_properties.yml.j2",
+        folder / f"{names.state}.sql": "group_state.sql.j2",
+        folder / f"{names.current}.sql": "current.sql.j2",
+        folder / f"{names.history}.sql": "history.sql.j2",
+        folder / f"_{group.name}__models.yml": "group_models_properties.yml.j2",
+    }
+    outputs = context | {"column_list": context["member_column_list"]}
+    files = [
+        GeneratedFile(
+            path,
+            _render(template, outputs if template in OUTPUT_TEMPLATES else context),
+            config_file,
+        )
+        for path, template in targets.items()
+    ]
+    slot_map = group.slot_map
+    for member in group.members:
+        placements = _wrapped_list(
+            [f"['{p.column}', '{p.slot.name}', '{p.data_type}']" for p in slot_map.of(member.name)],
+            indent=12,
+        )
+        own = member.relations
+        views = {
+            own.current: names.current,
+            own.history: names.history,
+            own.rejects: names.rejects,
+        }
+        for view, group_relation in views.items():
+            kind = view.rsplit("_", 1)[1]
+            member_context = context | {
+                "name": member.name,
+                "note": GENERATED_NOTE.format(config=member.config_file),
+                "group_relation": group_relation,
+                "placements": placements if kind != "rejects" else "[]",
+                "trailing": _wrapped_list([f"'{c}'" for c in MEMBER_TRAILING[kind]], indent=12),
+            }
+            content = _render("member.sql.j2", member_context)
+            files.append(
+                GeneratedFile(folder / member.name / f"{view}.sql", content, member.config_file)
+            )
+        scd2 = context | {
+            "note": GENERATED_NOTE.format(config=member.config_file),
+            "relations": own,
+            "column_list": _column_list(member.main_columns),
+        }
+        files.append(
+            GeneratedFile(
+                folder / member.name / f"{own.scd2}.sql",
+                _render("scd2.sql.j2", scd2),
+                member.config_file,
+            )
+        )
+    return files
+
+
 def generated_files(tables: list[TableConfig]) -> list[GeneratedFile]:
-    """Every file the configs produce, in a stable order."""
+    """Every file the configs produce, in a stable order: a group's for its members."""
     files: list[GeneratedFile] = []
     for table in sorted(tables, key=lambda t: t.name):
-        files += _table_files(table)
+        if table.group is None:
+            files += _table_files(table)
+    for group in groups_of(tables).values():
+        files += _group_files(group)
     return files
 
 

@@ -13,7 +13,13 @@ from hashcdc.column_types import (
 )
 from hashcdc.config.declaration import build
 from hashcdc.config.model import TableConfig
-from hashcdc.config.rules import as_names, sequence_field, sequence_type, table_rules
+from hashcdc.config.rules import (
+    as_names,
+    group_problems,
+    sequence_field,
+    sequence_type,
+    table_rules,
+)
 from hashcdc.config.schema import CSV_OPTION_DEFAULTS, Problems, schema_problems
 from hashcdc.errors import ConfigError
 
@@ -132,6 +138,7 @@ def load_table_configs(tables_dir: Path) -> list[TableConfig]:
         problems.extend(file_problems)
         if config is not None:
             configs.append(config)
+    problems.extend(group_problems(configs))
     if problems:
         raise ConfigError(
             f"{len(problems)} problem(s) in table configs:\n"

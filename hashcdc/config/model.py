@@ -611,6 +611,16 @@ class TableConfig:
         message=BOOLEAN_MESSAGE,
     )
     changes: ChangesConfig | None = setting(None)
+    group: str | None = setting(
+        None,
+        description="Optional: the table group this table belongs to. A group's tables are "
+        "run as one: one stage, one diff, one commit of the group's state and history for all "
+        "of them, so a date costs the rows that changed, not the number of tables. Each table "
+        "still reads as its own <name>_current, _history, _scd2 and _rejects. Tables in a "
+        "group are full extracts (README, 'Table groups').",
+        pattern=NAME,
+        message=IDENTIFIER_MESSAGE,
+    )
     sensitive_grants: dict[str, list[str]] | None = setting(
         None,
         description="dbt grants of the sensitive models (e.g. {select: [pii_readers]}), where "
@@ -712,6 +722,8 @@ class TableConfig:
         ]
         if self.source.database is None:
             del data["source"]["database"]
+        if self.group is None:
+            del data["group"]
         return data
 
     @classmethod

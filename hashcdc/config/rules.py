@@ -264,6 +264,50 @@ def table_rules(raw: dict[str, Any], file: str, problems: Problems) -> None:
     _changes_rules(raw, problems)
     _database_rules(raw, problems)
     _kafka_rules(raw, problems)
+    _group_rules(raw, problems)
+
+
+# A column's settings that change its shape over dates; a group's member has none (yet).
+SHAPE_SETTINGS = ("added", "removed", "renamed_from")
+
+
+def _group_rules(raw: dict[str, Any], problems: Problems) -> None:
+    """A group's member: a full extract whose columns all live in the group's state."""
+    group = raw.get("group")
+    if not isinstance(group, str):
+        return
+    alone = "; remove `group:` to run the table on its own"
+    if raw.get("extract_type") != "full":
+        problems.add(
+            "group",
+            f"tables in a group are full extracts, this one is {raw.get('extract_type')!r}{alone}",
+        )
+    if raw.get("changelog") is True:
+        problems.add("group", f"a table in a group has no changelog yet{alone}")
+    for index, column in enumerate(raw.get("columns") or []):
+        if not isinstance(column, dict):
+            continue
+        if column.get("sensitive") is True:
+            problems.add(
+                f"columns[{index}].sensitive", f"a table in a group has no sensitive columns{alone}"
+            )
+        for setting in SHAPE_SETTINGS:
+            if column.get(setting):
+                problems.add(
+                    f"columns[{index}].{setting}",
+                    f"a column of a table in a group does not change shape yet{alone}",
+                )
+
+
+def group_problems(tables: list[Any]) -> list[str]:
+    """The rules across a project's configs: a group's name is no table's name."""
+    names = {t.name for t in tables}
+    return [
+        f"{t.config_file}: group '{t.group}' is also the name of a table: name the group "
+        "differently (its state is <group>_state)"
+        for t in tables
+        if t.group is not None and t.group in names
+    ]
 
 
 # Where `hashcdc extract` lands a database table's snapshot: files it writes whole.

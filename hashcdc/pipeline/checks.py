@@ -17,8 +17,11 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
 from hashcdc.errors import InputDataError
+from hashcdc.groups.members import Group
+from hashcdc.groups.slots import MEMBER_COLUMN
 from hashcdc.pipeline.columns import ROW_ERRORS, SOURCE_FILE
 from hashcdc.pipeline.feed import PriorState, fail_on_conflicting_events, report_skipped_events
+from hashcdc.pipeline.group_stage import member_rows
 from hashcdc.pipeline.rejects import with_row_numbers
 from hashcdc.pipeline.session_stage import StageCounts, record_counts
 from hashcdc.pipeline.stage import state_table
@@ -27,7 +30,7 @@ from hashcdc.state.plan import DateCommand, plan_of
 MAX_REPORTED_ROWS = 10
 
 
-def _fail_on_duplicate_keys(table: TableConfig, date: str, written: DataFrame) -> None:
+def fail_on_duplicate_keys(table: TableConfig, date: str, written: DataFrame) -> None:
     """Refuse an extract in which a key occurs more than once, listing examples.
 
     Resolving duplicates silently would pick an arbitrary version of the row. The stage is
@@ -96,7 +99,7 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
         StageCounts(total, rejected, counts["latest_event_at"]),
     )
     if rejected:
-        _check_reject_limits(spark, table, date, written, rejected, total)
+        check_reject_limits(spark, table, date, written, rejected, total)
     loaded = written.where(F.col(ROW_ERRORS).isNull())
     if table.is_feed:
         fail_on_conflicting_events(table, date, loaded)
@@ -110,7 +113,7 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
             prior = PriorState.at(spark, state, plan.before and plan.before.last_version)
             report_skipped_events(table, date, loaded, prior)
     elif not table.duplicates_keep_last_by:
-        _fail_on_duplicate_keys(table, date, loaded)
+        fail_on_duplicate_keys(table, date, loaded)
 
 
 def reject_limit_exceeded(table: TableConfig, rejected: int, total: int) -> str | None:
@@ -122,7 +125,7 @@ def reject_limit_exceeded(table: TableConfig, rejected: int, total: int) -> str 
     return None
 
 
-def _check_reject_limits(
+def check_reject_limits(
     spark: SparkSession,
     table: TableConfig,
     date: str,
@@ -158,3 +161,46 @@ def _check_reject_limits(
         + f"\nFix the extract (or the column types in {table.config_file}) and re-run the "
         "date; raise the limit only if these rows may be quarantined."
     )
+
+
+def validate_group_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
+    """A table's checks for each member of the group (one aggregation for the counts).
+
+    Raises
+    ------
+    InputDataError
+        Naming the member, the file, the row and column, as for a table of its own.
+
+    """
+    group = Group.from_dict(dbt.config.meta_get("hashcdc_table"))
+    date = dbt.business_date
+    counted = {
+        row[MEMBER_COLUMN]: (int(row["rows"]), int(row["rejected"]))
+        for row in written.groupBy(MEMBER_COLUMN)
+        .agg(F.count(F.lit(1)).alias("rows"), F.count(ROW_ERRORS).alias("rejected"))
+        .collect()
+    }
+    total = sum(rows for rows, _ in counted.values())
+    rejected = sum(rejects for _, rejects in counted.values())
+    record_counts(
+        f"{dbt.this.schema}.{dbt.this.identifier}", date, StageCounts(total, rejected, None)
+    )
+    # One aggregation finds the members with a key twice; only theirs are looked at.
+    repeated = {
+        row[MEMBER_COLUMN]
+        for row in written.where(F.col(ROW_ERRORS).isNull())
+        .groupBy(MEMBER_COLUMN, "keyhash")
+        .count()
+        .where(F.col("count") > 1)
+        .select(MEMBER_COLUMN)
+        .distinct()
+        .collect()
+    }
+    slot_map = group.slot_map
+    for member in group.enabled_members:
+        rows, rejects = counted.get(member.name, (0, 0))
+        own = member_rows(written, member.name, slot_map)
+        if rejects:
+            check_reject_limits(spark, member, date, own, rejects, rows)
+        if member.name in repeated and not member.duplicates_keep_last_by:
+            fail_on_duplicate_keys(member, date, own.where(F.col(ROW_ERRORS).isNull()))

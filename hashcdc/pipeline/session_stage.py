@@ -31,6 +31,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from hashcdc.dates import parse_business_date
+from hashcdc.groups.members import is_group_data
+from hashcdc.pipeline.group_stage import group_stage
 from hashcdc.pipeline.stage import typecast_and_hash
 from hashcdc.relations import Relations
 
@@ -244,7 +246,10 @@ def session_stage(
     ):
         return view
     schema = relation.replace("`", "").rsplit(".", 1)[0] if "." in relation else None
-    frame = typecast_and_hash(spark, table_data, date, schema=schema, prepare=False)
+    if is_group_data(table_data):
+        frame = group_stage(spark, table_data, date)
+    else:
+        frame = typecast_and_hash(spark, table_data, date, schema=schema, prepare=False)
     keep_stage(spark, frame, relation, date, partitions)
     return view
 
@@ -257,7 +262,8 @@ def relation_reader(
     The model's own table's stage (``schema.stg_<table>``) is read from the session
     (:func:`session_stage`, of ``business_date``); any other relation from the catalog.
     """
-    stage = Relations(table_data["name"], schema).stage.lower() if table_data else None
+    name = (table_data.get("group") or table_data.get("name")) if table_data else None
+    stage = Relations(name, schema).stage.lower() if name else None
 
     def read(relation: str) -> DataFrame:
         if stage is not None and _relation_key(relation) == stage:

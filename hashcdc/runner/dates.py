@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc.config import load_table_configs
+from hashcdc.groups.members import stages_of
 from hashcdc.runner.invocation import invoke_and_audit
 from hashcdc.runtime.project import table_selector
 from hashcdc.state import audit
@@ -91,7 +92,7 @@ def build_dates(
             selected = active
         out.rule(f"business date {run.business_date}")
         started = time.perf_counter()
-        selector = table_selector(selected)
+        selector = table_selector(selected, stages_of(load_table_configs(project_dir / "tables")))
         if selector and run.also_select:
             selector += run.also_select
         args = [*run.extra, *selector, "--log-path", str(log_dir)]

@@ -122,11 +122,17 @@ def _date_invocations(args: Sequence[str], business_date: str) -> tuple[list[str
     return parse, [*rest, "--vars", json.dumps({**values, "business_date": business_date})]
 
 
-def table_selector(table_names: Sequence[str]) -> list[str]:
-    """Dbt ``--select`` arguments for the named tables (stage, models and tests)."""
+def table_selector(table_names: Sequence[str], stages: dict[str, str] | None = None) -> list[str]:
+    """Dbt ``--select`` arguments for the named tables (stage, models and tests).
+
+    ``stages``: the stage model that runs a table, where it is not its own (a member of a
+    table group runs in its group's stage: :func:`hashcdc.groups.members.stages_of`).
+    """
     if not table_names:
         return []
-    return ["--select", *[f"{Relations(name).stage}+" for name in table_names]]
+    stages = stages or {}
+    chosen = dict.fromkeys(stages.get(name, Relations(name).stage) for name in table_names)
+    return ["--select", *[f"{stage}+" for stage in chosen]]
 
 
 def _render_env(value: Any) -> Any:

@@ -64,6 +64,9 @@ def untouched_operation(extract_type: str) -> str:
 # (hashcdc.state.maintenance.deletion_vectors_by_size). A rewrite keeps the table's value.
 DELETION_VECTORS_PROPERTY = "delta.enableDeletionVectors"
 NEW_STATE_PROPERTIES = {DELETION_VECTORS_PROPERTY: "false"}
+# A table group's state: where each member's columns sit on its slots, for readers
+# without Spark (hashcdc.groups.slots.SlotMap.as_property).
+SLOTS_PROPERTY = "hashcdc.slots"
 
 
 def state_properties(hash_version: int, extract_type: str | None = None) -> dict[str, str]:
@@ -418,13 +421,34 @@ def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -
             )
     for name, select in shadowed.items():
         spark.sql(f"create or replace temporary view `{name}` as {select}")
+    texts = {}
     for name in views:
         text = _view_text(spark, f"{schema}.{name}")
-        for base in shadowed:
+        for base in [*shadowed, *views]:
             for written in (f"`{schema}`.`{base}`", f"{schema}.{base}"):
                 text = text.replace(written, f"`{base}`")
-        spark.sql(f"create or replace temporary view `{name}` as {text}")
+        texts[name] = text
+    _create_in_order(spark, texts)
     return sorted([*shadowed, *views])
+
+
+def _create_in_order(spark: Any, texts: dict[str, str]) -> None:
+    """Create temporary views of which some read others, each once those exist.
+
+    A table group's member views read the group's; as many rounds as needed.
+    """
+    left = dict(texts)
+    while left:
+        failed: dict[str, str] = {}
+        error: Exception | None = None
+        for name, text in left.items():
+            try:
+                spark.sql(f"create or replace temporary view `{name}` as {text}")
+            except Exception as exc:  # noqa: BLE001 - a view it reads is not there yet
+                failed[name], error = text, exc
+        if len(failed) == len(left) and error is not None:
+            raise error
+        left = failed
 
 
 # A relation in a parsed plan's tree: ``'UnresolvedRelation [schema, name], [], false``.

@@ -1,6 +1,6 @@
 {% macro record_cdc_runs(results) %}
     {#- On-run-end hook: append one cdc_runs row per table whose state model was part of
-        this run (built, failed or skipped). Other commands (docs generate, compile, test)
+        this run (built, failed or skipped; a table group's state: one per member run). Other commands (docs generate, compile, test)
         write nothing; an invocation's rows are written once, in a partition of their own. -#}
     {%- if not execute or flags.WHICH not in ('run', 'build', 'retry') -%}
         {{ return('') }}
@@ -156,7 +156,8 @@
 {% macro _cdc_run_row(table_name, table_results) %}
     {#- The select of one cdc_runs row: timings and statuses from dbt's results, counts from
         the stage and the W row of the state's commit for the date (only when the state was
-        built). -#}
+        built). A table group's (its stage embeds the members): one row per member run, its
+        counts from its rows of the stage and its W row, in the same select. -#}
     {%- set found = {} -%}
     {%- for result in table_results -%}
         {%- if result.node.resource_type == 'model' -%}
@@ -189,6 +190,10 @@
     {%- set ended_at = (ends | max) if ends else started_at -%}
     {%- set table_config = stage_result.node.config.meta.get('hashcdc_table', {}) -%}
     {%- set is_feed = table_config.get('extract_type') == 'changes' -%}
+    {%- set members = [] -%}
+    {%- for member in table_config.get('members', []) if member.get('enabled', true) -%}
+        {%- do members.append(member.name) -%}
+    {%- endfor -%}
     {%- set business_date = hashcdc.business_date() -%}
     {%- set counted = state_result.status | string == 'success' -%}
     {%- set applied = hashcdc.applied_state_version(
@@ -198,11 +203,16 @@
         business_date) if counted else none -%}
     {%- set row -%}
         select
-            '{{ table_name }}' as table_name,
+            {{ 'table_name' if members else "'" ~ table_name ~ "'" }} as table_name,
             date'{{ business_date }}' as business_date,
             '{{ flags.WHICH }}' as command,
             '{{ target.name }}' as target_name,
+            {%- if members and counted and status == 'warn' %}
+            {#- A group's warning is its rejects test's: a member without rejects did not warn. #}
+            if(incoming.rejects > 0, 'warn', 'success') as status,
+            {%- else %}
             '{{ status }}' as status,
+            {%- endif %}
             {{ hashcdc._sql_text(messages | join('\n') if messages else none) }} as error_message,
             timestamp'{{ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as started_at,
             timestamp'{{ ended_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as ended_at,
@@ -225,7 +235,15 @@
             {%- set stage = api.Relation.create(
                 schema=stage_result.node.schema, identifier=stage_result.node.alias) %}
             {%- set stage_counts = hashcdc.stage_counts(stage, business_date) %}
-            {%- if stage_counts is not none %}
+            {%- if members %}
+            select
+                table_name,
+                count(*) as rows_in,
+                count_if(_row_errors is not null) as rejects,
+                cast(null as timestamp) as latest_event_at
+            from {{ hashcdc.stage_relation(stage, business_date) }}
+            group by table_name
+            {%- elif stage_counts is not none %}
             {#- As the stage's checks counted it (no second scan of the stage). #}
             select
                 {{ stage_counts.rows }}L as rows_in,
@@ -243,9 +261,10 @@
             from {{ hashcdc.stage_relation(stage, business_date) }}
             {%- endif %}
         ) as incoming
-        cross join (
+        {{ 'join' if members else 'cross join' }} (
             {#- The counts the date's diff recorded in the W row of the state's commit. #}
             select
+                {{ 'table_name,' if members }}
                 operation_counts['I'] as inserted,
                 operation_counts['U'] as updated,
                 operation_counts['D'] as deleted,
@@ -259,6 +278,9 @@
             {%- if applied is not none %} version as of {{ applied.version }}{% endif %}
             where operation = 'W' {{- ' and false' if applied is none }}
         ) as snapshot
+        {%- if members %}
+            using (table_name)
+        {%- endif %}
         {%- else %}
             {% for column in ['rows_in', 'rejects', 'inserted', 'updated', 'deleted', 'not_supplied',
                 'unchanged', 'state_rows_before', 'state_rows_after'] -%}
@@ -267,6 +289,9 @@
             cast(null as string) as watermark,
             cast(null as timestamp) as latest_event_at,
             '{{ invocation_id }}' as invocation_id
+        {%- if members %}
+        from (values ('{{ members | join("'), ('") }}')) as members (table_name)
+        {%- endif %}
         {%- endif %}
     {%- endset -%}
     {{ return(row) }}

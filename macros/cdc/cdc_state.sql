@@ -1,4 +1,4 @@
-{% macro cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction=0.5, hash_column='nonkeyhash', shape_changes={}) %}
+{% macro cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction=0.5, hash_column='nonkeyhash', shape_changes={}, members=none) %}
 {%- if extract_type not in ('full', 'delta') -%}
     {{ exceptions.raise_compiler_error(
         "cdc_state: extract_type must be 'full' or 'delta' (change feeds use cdc_feed_state), got '"
@@ -8,18 +8,22 @@
     rows with their new payload, D rows (deleted keys), in a full extract X rows (keys
     whose row was rejected, kept as they were), in a delta the N rows it supplied (their
     seen_date moves), rows whose hashes differ only by the table's shape (N, new hash),
-    and the W row: the date, and its operation counts. Unchanged keys are not written. -#}
+    and the W row: the date, and its operation counts. Unchanged keys are not written.
+    members: a table group's state (`table_name` the group): its members run, each with its
+    max_delete_fraction; a row is a member's (`table_name`), keys match within a member,
+    each member has its own W row and delete guard, and a member not run is not read. -#}
 {%- set business_date = hashcdc.business_date() -%}
 {%- set previous = hashcdc.checked_previous_state(business_date, table_name) -%}
 {%- set incoming = hashcdc.stage_relation(incoming) -%}
 {%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
 {%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}
+{%- set member = 'table_name' if members is not none else none -%}
 with
 
 incoming as (
     select
-        {{ hashcdc._column_list(columns) }},
+        {{ hashcdc._column_list(([member] if member else []) + columns) }},
         keyhash,
         {{ hash_column }} as nonkeyhash
     from {{ incoming }}
@@ -29,7 +33,7 @@ incoming as (
 
 rejected_keys as (
     {#- Keys whose row was rejected are kept as they were (X), not deleted. #}
-    select distinct keyhash
+    select distinct {{ member ~ ',' if member }} keyhash
     from {{ incoming }}
     where business_date = date'{{ business_date }}' and _row_errors is not null
 ),
@@ -39,10 +43,11 @@ previous_state as (
     {#- Only the columns the comparison uses are read: the hashes, the dates, and the
         payload only when the table's shape changed (only_shape_differs). #}
     {{- hashcdc._previous_state_rows(
-        this, previous, 'incoming', columns + ['keyhash', 'nonkeyhash'],
+        this, previous, 'incoming', ([member] if member else []) + columns + ['keyhash', 'nonkeyhash'],
         typed_extras={
             'operation': 'string', 'eff_start_date': 'date', 'seen_date': 'date',
-            'business_date': 'date'}) }}
+            'business_date': 'date'},
+        members=members) }}
 ),
 
 {%- if extract_type == 'delta' %}
@@ -55,6 +60,7 @@ supplied_previous_state as (
     from previous_state
     left semi join incoming
         on previous_state.keyhash = incoming.keyhash
+        {{- hashcdc._same_member(member, 'previous_state', 'incoming') }}
 ),
 
 previous_counts as (
@@ -66,6 +72,9 @@ previous_counts as (
 
 compared as (
     select {{ "/*+ broadcast(rejected_keys) */" if extract_type == 'full' }}
+        {%- if member %}
+        coalesce(incoming.{{ member }}, previous_state.{{ member }}) as {{ member }},
+        {%- endif %}
         incoming.keyhash as incoming_keyhash,
         incoming.nonkeyhash as incoming_nonkeyhash,
         previous_state.keyhash as previous_keyhash,
@@ -90,9 +99,11 @@ compared as (
     full outer join previous_state
     {%- endif %}
         on incoming.keyhash = previous_state.keyhash
+        {{- hashcdc._same_member(member, 'incoming', 'previous_state') }}
     {%- if extract_type == 'full' %}
     left join rejected_keys
         on previous_state.keyhash = rejected_keys.keyhash
+        {{- hashcdc._same_member(member, 'previous_state', 'rejected_keys') }}
     {%- endif %}
 ),
 
@@ -109,6 +120,7 @@ reshaped as (
 
 operations_tagged as (
     select
+        {{ member ~ ',' if member }}
         case
             when previous_keyhash is null then 'I'
             when incoming_keyhash is null and is_rejected_key then 'X'
@@ -128,6 +140,7 @@ operations_tagged as (
 
 written as (
     select
+        {{ member ~ ',' if member }}
         if(operation in ('D', 'X'), null, incoming_row) as state_row,
         keyhash,
         coalesce(incoming_nonkeyhash, previous_nonkeyhash) as nonkeyhash,
@@ -151,12 +164,13 @@ operation_counts as (
         previous_rows="(select coalesce(max(operation_counts['state_rows_before']"
             ~ " + operation_counts['I'] - operation_counts['D']), 0) from previous_counts)") }}
     {%- else %}
-    {{ hashcdc._operation_counts('operations_tagged', 'previous_nonkeyhash') }}
+    {{ hashcdc._operation_counts('operations_tagged', 'previous_nonkeyhash', members=members) }}
     {%- endif %}
 ),
 
 final as (
     select
+        {{ member ~ ',' if member }}
         {{ hashcdc._column_list(columns, 'state_row') }},
         keyhash,
         nonkeyhash,
@@ -168,6 +182,7 @@ final as (
     from written
     union all
     select
+        {{ member ~ ',' if member }}
         {{ hashcdc._null_columns(columns) }},
         null as keyhash,
         null as nonkeyhash,
@@ -175,7 +190,14 @@ final as (
         null as eff_start_date,
         null as seen_date,
         date'{{ business_date }}' as business_date,
-        {%- if extract_type == 'full' %}
+        {%- if extract_type == 'full' and member %}
+        case {{ member }}
+            {%- for name, fraction in members.items() %}
+            when '{{ name }}' then {{ hashcdc.assert_no_mass_delete(
+                'counts', name, business_date, fraction) }}
+            {%- endfor %}
+        end as operation_counts
+        {%- elif extract_type == 'full' %}
         {{ hashcdc.assert_no_mass_delete(
             'counts', table_name, business_date, max_delete_fraction) }} as operation_counts
         {%- else %}
@@ -211,11 +233,12 @@ select * from final
 {% endmacro %}
 
 
-{% macro _operation_counts(tagged, previous_hash_column, previous_rows=none) %}
+{% macro _operation_counts(tagged, previous_hash_column, previous_rows=none, members=none) %}
     {#- One row, one column `counts`: the date's rows per operation, and the rows of the
         previous state (those with a previous hash), as the W row records them.
         previous_rows: an expression of the previous state's rows, when `tagged` holds
-        only the keys the date supplied (a delta): X is then the rest. -#}
+        only the keys the date supplied (a delta): X is then the rest. members (a
+        group's): one row per member (`table_name`, `counts`), a member without rows too. -#}
     {%- if previous_rows is none -%}
         {%- set not_supplied = "count_if(operation = 'X')" -%}
         {%- set before = 'count(' ~ previous_hash_column ~ ')' -%}
@@ -224,6 +247,7 @@ select * from final
         {%- set before = previous_rows -%}
     {%- endif %}
     select
+        {{ 'members.table_name,' if members is not none }}
         map(
             'I', count_if(operation = 'I'),
             'U', count_if(operation = 'U'),
@@ -232,5 +256,21 @@ select * from final
             'N', count_if(operation = 'N'),
             'state_rows_before', {{ before }}
         ) as counts
+    {%- if members is not none %}
+    from (values ('{{ members | list | join("'), ('") }}')) as members (table_name)
+    left join {{ tagged }}
+        on {{ tagged }}.table_name = members.table_name
+    group by members.table_name
+    {%- else %}
     from {{ tagged }}
+    {%- endif %}
+{% endmacro %}
+
+
+{% macro _same_member(member, left, right) %}
+    {#- The join condition's part that keeps a group's keys within their member. -#}
+    {%- if member is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {{ return('\n        and ' ~ left ~ '.' ~ member ~ ' = ' ~ right ~ '.' ~ member) }}
 {% endmacro %}

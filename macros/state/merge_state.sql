@@ -7,7 +7,8 @@
     only); N with the same hash records that the key was supplied (operation and dates:
     its effective date is the one before the date, which a run that closes a streamed
     date on top of its micro-batches puts back; the payload stays, as in the article);
-    anything else replaces the row or adds it. -#}
+    anything else replaces the row or adds it. A table group's state (model config
+    hashcdc_group) matches every row within its member (`table_name`) as well. -#}
 {%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
 {%- set touched = ['operation', 'business_date', 'seen_date', 'eff_start_date'] + (
     ['event_sequence'] if 'event_sequence' in columns else []) -%}
@@ -19,6 +20,9 @@ on
     and (target.operation = 'W') = (source.operation = 'W')
     and (target.operation = 'P') = (source.operation = 'P')
     and (target.operation != 'A' or target.nonkeyhash = source.nonkeyhash)
+    {%- if config.get('hashcdc_group') %}
+    and target.table_name = source.table_name
+    {%- endif %}
 when matched and source.operation in ('D', 'a') then delete
 when matched and source.operation = 'X' then update set
     target.operation = source.operation,

@@ -1,4 +1,4 @@
-{% test operation_counts_reconcile(model, incoming, extract_type) %}
+{% test operation_counts_reconcile(model, incoming, extract_type, members=none) %}
 {#-
     For the business date being run (or the latest one when none is given), the
     operation counts the date's diff recorded (the W row of the state's commit for the
@@ -13,7 +13,8 @@
     (I + U + N <= loaded events, instead of the first rule). The state has exactly one W
     row, and every other row an operation the current table shows (I, U, N, X) or a
     feed's applied-event row (A): a row of another operation would vanish from `current`.
-    Fails with one row per broken rule.
+    Fails with one row per broken rule. members (a table group's state): the rules hold
+    for each member run, from the same one pass; a failing row names its table.
 -#}
 {%- set applied_versions = hashcdc.applied_state_versions(model) -%}
 {%- if hashcdc.requested_business_date() is none -%}
@@ -24,20 +25,36 @@
 {%- set applied = hashcdc.applied_state_version(model, business_date) -%}
 {%- set counted = hashcdc.stage_counts(incoming, business_date) -%}
 {%- set incoming = hashcdc.stage_relation(incoming, business_date) -%}
+{%- set member = 'table_name' if members is not none else none -%}
 with
 
 state_rows as (
     {#- The state as the date's commit left it (nothing when it does not hold the date). #}
-    select operation, keyhash, business_date, operation_counts from {{ model }}
+    select {{ member ~ ',' if member }} operation, keyhash, business_date, operation_counts
+    from {{ model }}
     {%- if applied is none %}
     where false
     {%- else %}
     version as of {{ applied.version }}
     {%- endif %}
+    {%- if member %}
+    {{ 'and' if applied is none else 'where' }} table_name in ('{{ members | join("', '") }}')
+    {%- endif %}
 ),
 
 incoming_rows as (
-    {%- if counted is not none %}
+    {%- if member %}
+    select
+        members.table_name,
+        count_if(incoming._row_errors is null and incoming.keyhash is not null) as row_count,
+        count_if(incoming._row_errors is not null) as rejected_count
+    from (values ('{{ members | join("'), ('") }}')) as members (table_name)
+    left join {{ incoming }} as incoming
+        on
+            incoming.table_name = members.table_name
+            and incoming.business_date = date'{{ business_date }}'
+    group by members.table_name
+    {%- elif counted is not none %}
     {#- As the stage's checks counted the stage this invocation kept (no second scan). #}
     select
         {{ counted.rows - counted.rejected }}L as row_count,
@@ -55,6 +72,7 @@ operation_counts as (
     {#- In one pass over the state: the counts the date's diff recorded in the W row, the
         state itself after the commit, and the keys the date wrote. #}
     select
+        {{ member ~ ',' if member }}
         count_if(operation = 'W') as watermark_rows,
         {%- for name, key in [('inserted', 'I'), ('updated', 'U'), ('unchanged', 'N'),
                               ('deleted', 'D'), ('not_supplied', 'X'),
@@ -71,11 +89,16 @@ operation_counts as (
             business_date = date'{{ business_date }}' and operation in ('I', 'U', 'N', 'X'),
             keyhash, null)) as written_keys
     from state_rows
+    {%- if member %}
+    group by {{ member }}
+    {%- endif %}
 ),
 
 rules as (
     {#- One row per rule, from the one row of counts (no scan per rule). #}
-    select inline(array(
+    select
+        {{ 'incoming_rows.' ~ member ~ ',' if member }}
+        inline(array(
         {%- if extract_type == 'changes' %}
         named_struct(
             'rule', 'I + U + N <= loaded events',
@@ -133,17 +156,24 @@ rules as (
             'actual', new_state_rows
         )
     ))
+    {%- if member %}
+    from incoming_rows
+    left join operation_counts
+        on incoming_rows.{{ member }} = operation_counts.{{ member }}
+    {%- else %}
     from operation_counts cross join incoming_rows
+    {%- endif %}
 ),
 
 broken_rules as (
     select
+        {{ member ~ ',' if member }}
         '{{ business_date }}' as business_date,
         rule,
         expected,
         actual
     from rules
-    where expected != actual
+    where not expected <=> actual
 )
 
 select * from broken_rules

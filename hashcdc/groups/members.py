@@ -1,0 +1,66 @@
+"""The groups of a project: which tables run together, and the group's slot map."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from hashcdc.config import TableConfig
+from hashcdc.groups.slots import SlotMap, place
+from hashcdc.relations import Relations
+
+
+@dataclass(frozen=True)
+class Group:
+    """A table group: its name and its member tables, in name order."""
+
+    name: str
+    members: tuple[TableConfig, ...]
+
+    @property
+    def relations(self) -> Relations:
+        """The group's own relations: ``stg_<group>``, ``<group>_state``, its history."""
+        return Relations(self.name)
+
+    @property
+    def slot_map(self) -> SlotMap:
+        """Where each member's columns sit on the group's slots."""
+        return place((m.name, [(c.name, c.type) for c in m.main_columns]) for m in self.members)
+
+    @property
+    def enabled_members(self) -> tuple[TableConfig, ...]:
+        """The members a run processes (a paused member keeps its rows as they are)."""
+        return tuple(m for m in self.members if m.enabled)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plain-data form the generator embeds in the group's stage model."""
+        return {"group": self.name, "members": [m.to_dict() for m in self.members]}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Group:
+        """Rebuild a group from :meth:`to_dict` output."""
+        members = tuple(TableConfig.from_dict(m) for m in data["members"])
+        return cls(data["group"], members)
+
+
+def is_group_data(data: dict[str, Any] | None) -> bool:
+    """Whether a stage model's embedded config is a group's (else a table's)."""
+    return bool(data) and "members" in data
+
+
+def groups_of(tables: Iterable[TableConfig]) -> dict[str, Group]:
+    """The project's groups by name, from the tables' ``group:`` settings."""
+    by_group: dict[str, list[TableConfig]] = {}
+    for table in tables:
+        if table.group is not None:
+            by_group.setdefault(table.group, []).append(table)
+    return {
+        name: Group(name, tuple(sorted(members, key=lambda t: t.name)))
+        for name, members in sorted(by_group.items())
+    }
+
+
+def stages_of(tables: Iterable[TableConfig]) -> dict[str, str]:
+    """The stage model of each table that runs in its group's: member → ``stg_<group>``."""
+    return {t.name: Relations(t.group).stage for t in tables if t.group is not None}

@@ -1,0 +1,109 @@
+"""The stage of a table group: every member's extract cast and hashed by its own config.
+
+Called by the generated dbt Python model ``stg_<group>``. Each member's rows are built by
+:func:`hashcdc.pipeline.stage.typecast_and_hash` exactly as a table of its own (its
+reader, casts, hashes and reject reasons) and put on the group's typed slots
+(:mod:`hashcdc.groups.slots`) with the member's name in ``table_name``; the members' rows
+are one DataFrame, kept in the session as one stage. Its checks
+(:func:`hashcdc.pipeline.checks.validate_group_stage`) and rejects
+(:func:`group_rejected_rows`) are a table's, per member, on :func:`member_rows`.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+
+from hashcdc.dates import parse_business_date
+from hashcdc.errors import InputDataError
+from hashcdc.groups.members import Group
+from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
+from hashcdc.pipeline.columns import HASH_COLUMNS, REJECT_DETAIL_COLUMNS, ROW_ERRORS, SOURCE_FILE
+from hashcdc.pipeline.rejects import rejected_rows
+from hashcdc.pipeline.stage import typecast_and_hash
+
+TRAILING = ("business_date", SOURCE_FILE, ROW_ERRORS, *REJECT_DETAIL_COLUMNS)
+
+
+def on_slots(frame: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:
+    """A member's stage rows with its columns on the group's slots (unused slots null)."""
+    placed = {p.slot.name: p.column for p in slot_map.of(member)}
+    return frame.select(
+        F.lit(member).alias(MEMBER_COLUMN),
+        *[
+            (F.col(placed[s.name]) if s.name in placed else F.lit(None))
+            .cast(s.data_type)
+            .alias(s.name)
+            for s in slot_map.slots
+        ],
+        *[c.name for c in HASH_COLUMNS],
+        *TRAILING,
+    )
+
+
+def group_stage(
+    spark: SparkSession,
+    group_data: dict[str, Any],
+    business_date: Any,
+    command: dict[str, Any] | None = None,
+) -> DataFrame:
+    """The stage DataFrame of a group's enabled members for one business date.
+
+    A member without an extract stops the date, naming it (nothing is written).
+    """
+    group = Group.from_dict(group_data)
+    date = parse_business_date(business_date)
+    slot_map = group.slot_map
+    frames = [
+        on_slots(
+            typecast_and_hash(spark, member.to_dict(), date, command=command), member.name, slot_map
+        )
+        for member in group.enabled_members
+    ]
+    if not frames:
+        raise InputDataError(f"group '{group.name}': every table of it is paused")
+    return reduce(DataFrame.unionByName, frames)
+
+
+def member_rows(stage: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:
+    """A member's rows of the group's stage with its own columns again (as its own stage)."""
+    return stage.where(F.col(MEMBER_COLUMN) == member).select(
+        *[F.col(p.slot.name).cast(p.data_type).alias(p.column) for p in slot_map.of(member)],
+        *[c.name for c in HASH_COLUMNS],
+        *TRAILING,
+    )
+
+
+def group_rejected_rows(
+    spark: SparkSession, stage: DataFrame, group_data: dict[str, Any], business_date: Any
+) -> DataFrame:
+    """The rejected rows of the group's members for ``<group>_rejects``, each naming its table."""
+    group = Group.from_dict(group_data)
+    slot_map = group.slot_map
+    with_rejects = {
+        row[MEMBER_COLUMN]
+        for row in stage.where(F.col(ROW_ERRORS).isNotNull())
+        .select(MEMBER_COLUMN)
+        .distinct()
+        .collect()
+    }
+    frames = [
+        rejected_rows(
+            spark,
+            member_rows(stage, member.name, slot_map),
+            member.to_dict(),
+            business_date,
+        ).select(F.lit(member.name).alias(MEMBER_COLUMN), "*")
+        for member in group.enabled_members
+        if member.name in with_rejects
+    ]
+    if not frames:
+        first = group.members[0]
+        empty = rejected_rows(
+            spark, member_rows(stage, first.name, slot_map).limit(0), first.to_dict(), business_date
+        )
+        return empty.select(F.lit(None).cast("string").alias(MEMBER_COLUMN), "*")
+    return reduce(DataFrame.unionByName, frames)

@@ -1,0 +1,142 @@
+"""Table groups without Spark: the slot map, the config's rules, the generated models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hashcdc.codegen import generate
+from hashcdc.config import load_table_configs, parse_table_config
+from hashcdc.errors import ConfigError
+from hashcdc.groups.members import groups_of, stages_of
+from hashcdc.groups.slots import place, slot_type
+from hashcdc.runtime.project import table_selector
+
+
+def _member(name: str, columns: list[tuple[str, str]], **extra: object) -> dict[str, object]:
+    return {
+        "name": name,
+        "extract_type": "full",
+        "group": "crm",
+        "source": f"landing/{name}/{{business_date}}",
+        "columns": [
+            {"name": column, "type": data_type, **({"key": True} if i == 0 else {})}
+            for i, (column, data_type) in enumerate(columns)
+        ],
+        **extra,
+    }
+
+
+@pytest.mark.parametrize(
+    ("data_type", "slot"),
+    [
+        ("int", "bigint"),
+        ("smallint", "bigint"),
+        ("bigint", "bigint"),
+        ("float", "double"),
+        ("varchar", "string"),
+        ("decimal(10,2)", "decimal(38,2)"),
+        ("decimal", "decimal(38,0)"),
+        ("boolean", "boolean"),
+        ("date", "date"),
+        ("timestamp", "timestamp"),
+    ],
+)
+def test_a_column_goes_on_the_slot_of_its_family(data_type: str, slot: str) -> None:
+    assert slot_type(data_type) == slot
+
+
+def test_members_share_slots_and_a_row_is_as_wide_as_the_widest_member() -> None:
+    slots = place(
+        [
+            ("a", [("id", "int"), ("name", "string"), ("amount", "decimal(10,2)")]),
+            ("b", [("k", "bigint"), ("x", "int"), ("y", "double"), ("z", "decimal(5,2)")]),
+            ("c", [("code", "string"), ("label", "string")]),
+        ]
+    )
+    assert slots.slot_names() == [
+        "bigint_1", "bigint_2", "decimal_s2_1", "double_1", "string_1", "string_2",
+    ]  # fmt: skip
+    assert [(p.column, p.slot.name, p.data_type) for p in slots.of("b")] == [
+        ("k", "bigint_1", "bigint"),
+        ("x", "bigint_2", "int"),
+        ("y", "double_1", "double"),
+        ("z", "decimal_s2_1", "decimal(5,2)"),
+    ]
+    assert slots.as_property().startswith("a:id=bigint_1;a:name=string_1;a:amount=decimal_s2_1;")
+
+
+def test_a_column_appended_to_a_member_moves_no_other_column() -> None:
+    before = place([("a", [("id", "int"), ("name", "string")]), ("b", [("k", "string")])])
+    after = place(
+        [("a", [("id", "int"), ("name", "string"), ("nick", "string")]), ("b", [("k", "string")])]
+    )
+    assert set(before.as_property().split(";")) < set(after.as_property().split(";"))
+    assert after.of("a")[2].slot.name == "string_2"
+
+
+def test_a_member_named_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="named twice"):
+        place([("a", [("id", "int")]), ("a", [("id", "int")])])
+
+
+@pytest.mark.parametrize(
+    ("extra", "column", "message"),
+    [
+        ({"extract_type": "delta"}, {}, "tables in a group are full extracts"),
+        ({"changelog": True}, {}, "no changelog yet"),
+        ({}, {"sensitive": True}, "no sensitive columns"),
+        ({}, {"added": "2024-01-02"}, "does not change shape yet"),
+    ],
+)
+def test_what_a_member_cannot_be_yet_is_named(
+    extra: dict[str, object], column: dict[str, object], message: str
+) -> None:
+    raw = _member("orders", [("id", "int"), ("amount", "double")], **extra)
+    raw["columns"][1].update(column)  # type: ignore[index]
+    config, problems = parse_table_config(raw, "tables/orders.yml")
+    assert config is None
+    assert any(message in problem and "remove `group:`" in problem for problem in problems), (
+        problems
+    )
+
+
+def test_a_group_named_as_a_table_is_refused(tmp_path: Path) -> None:
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for raw in (_member("crm", [("id", "int")]), _member("orders", [("id", "int")])):
+        (tables / f"{raw['name']}.yml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(ConfigError, match="group 'crm' is also the name of a table"):
+        load_table_configs(tables)
+
+
+def test_a_group_generates_its_models_and_each_members_views(tmp_path: Path) -> None:
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    members = [
+        _member("orders", [("id", "bigint"), ("amount", "decimal(10,2)")]),
+        _member("regions", [("code", "string"), ("label", "string")], max_delete_fraction=0.2),
+        _member("notes", [("id", "int")], enabled=False),
+    ]
+    for raw in members:
+        (tables / f"{raw['name']}.yml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    configs = load_table_configs(tables)
+    files = {str(f.path): f.content for f in generate.generated_files(configs)}
+    assert sorted(p for p in files if p.startswith("python_models")) == [
+        "python_models/crm_rejects.py", "python_models/stg_crm.py", "python_models/stg_crm.yml",
+    ]  # fmt: skip
+    for member in ("orders", "regions", "notes"):
+        for view in ("current", "history", "scd2", "rejects"):
+            assert f"models/crm/{member}/{member}_{view}.sql" in files
+    state = files["models/crm/crm_state.sql"]
+    # The paused member is not run: its rows are not read, so not deleted.
+    assert "members={'orders': 0.5, 'regions': 0.2}" in state
+    assert "hashcdc_group=true" in state
+    assert (
+        "['amount', 'decimal_s2_1', 'decimal(10,2)']"
+        in files["models/crm/orders/orders_current.sql"]
+    )
+    assert list(groups_of(configs)) == ["crm"]
+    assert table_selector(["orders", "regions"], stages_of(configs)) == ["--select", "stg_crm+"]
