@@ -7,7 +7,8 @@ changing 4% of each (3% updated, 1% deleted, 10 inserted). ``hashcdc run --date`
 starts it), timed from start to exit as a user waits for them. Beside it, the
 dbt-duckdb peer of the same N tables (:class:`hashcdc.bench.peer.DuckdbPeer`): per
 date one ``dbt build`` of every load model and snapshot, a process timed from start to
-exit. Both current tables of one table are counted at the end.
+exit. Both current tables of one table are counted at the end. ``--group``: the N tables
+are one table group (``group: bench``): a date is one stage, one diff and one commit.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from hashcdc.bench.peer import DuckdbPeer, PeerCase
 DATES = ("2024-01-01", "2024-01-02")
 ROWS = 1_000
 FIRST = "bench_t000"
+GROUP = "bench"
 
 
 def _names(count: int) -> list[str]:
     return [f"bench_t{number:03d}" for number in range(count)]
 
 
-def _tables(commands: Commands, count: int) -> list[PeerCase]:
+def _tables(commands: Commands, count: int, group: bool = False) -> list[PeerCase]:
     """The N tables' configs and extracts: one generated table copied under N names."""
     root = commands.root
     commands.timed(
@@ -41,6 +43,9 @@ def _tables(commands: Commands, count: int) -> list[PeerCase]:
         "--fraction-unchanged", "0.96", "--dates", *DATES,
     )  # fmt: skip
     config_text = (root / "tables" / f"{FIRST}.yml").read_text()
+    if group:
+        config_text += f"group: {GROUP}\n"
+        (root / "tables" / f"{FIRST}.yml").write_text(config_text)
     for name in _names(count)[1:]:
         shutil.copytree(root / "landing" / FIRST, root / "landing" / name)
         (root / "tables" / f"{name}.yml").write_text(config_text.replace(FIRST, name))
@@ -48,19 +53,19 @@ def _tables(commands: Commands, count: int) -> list[PeerCase]:
     return [PeerCase(name, "full", root / "landing" / name, columns) for name in _names(count)]
 
 
-def run(project_dir: Path, output: Path, count: int) -> dict[str, Any]:
+def run(project_dir: Path, output: Path, count: int, group: bool = False) -> dict[str, Any]:
     """Measure, print and return the figures (also ``<output>/bench_tables.json``)."""
     commands = scratch_commands(project_dir, output, "tables_work")
     root = commands.root
-    figures: dict[str, Any] = {"tables": count, "rows": ROWS}
-    result = output / "bench_tables.json"
+    figures: dict[str, Any] = {"tables": count, "rows": ROWS, "group": group}
+    result = output / ("bench_tables_group.json" if group else "bench_tables.json")
 
     def save() -> None:
         """Write what is measured so far: a long run's figures can be read as it goes."""
         result.write_text(json.dumps(figures, indent=2) + "\n")
 
     try:
-        cases = _tables(commands, count)
+        cases = _tables(commands, count, group)
         commands.timed("generate")
         commands.timed("engine", "stop")
         for day, business_date in enumerate(DATES, start=1):
@@ -84,6 +89,8 @@ def run(project_dir: Path, output: Path, count: int) -> dict[str, Any]:
 def markdown(figures: dict[str, Any]) -> str:
     """The figures as a table, beside issue 44's target (day 2 ≤ the peer's)."""
     tables = f"{figures['tables']} tables of {figures['rows']:,} rows"
+    if figures.get("group"):
+        tables += " in one group"
     rows = [
         (f"{tables}, day 1 (loads; a cold engine's start included)", figures["day1_s"],
          figures["peer_day1_s"], "—"),

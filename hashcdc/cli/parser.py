@@ -420,6 +420,11 @@ def bench_arguments(parser: argparse.ArgumentParser) -> None:
         "the same tables",
     )
     parser.add_argument(
+        "--group",
+        action="store_true",
+        help="with --tables: the N tables in one table group (group: bench)",
+    )
+    parser.add_argument(
         "--formats",
         action="store_true",
         help="only measure Delta Lake and Iceberg on the state's shape (a typical day's MERGE)",

@@ -152,7 +152,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         # deferred: the bench's modules load only for the commands that use them
         from hashcdc.bench import tables as tables_bench
 
-        figures = tables_bench.run(project_dir, output, args.tables)
+        figures = tables_bench.run(project_dir, output, args.tables, group=args.group)
         return _reported(tables_bench.markdown(figures), args)
     if args.stream:
         # deferred: Spark's modules load only for the commands that use them

@@ -454,6 +454,21 @@ def _group_files(group: Group) -> list[GeneratedFile]:
     return files
 
 
+def group_views(tables: list[TableConfig]) -> dict[str, str]:
+    """The views of the project's table groups by name, each with its generated file's text.
+
+    A group's current view, and each member's current, history, scd2 and rejects views.
+    """
+    views: dict[str, str] = {}
+    for group in groups_of(tables).values():
+        for generated in _group_files(group):
+            name = generated.path.stem
+            member = generated.path.parent.name != group.name
+            if generated.path.suffix == ".sql" and (member or name == group.relations.current):
+                views[name] = generated.content
+    return views
+
+
 def generated_files(tables: list[TableConfig]) -> list[GeneratedFile]:
     """Every file the configs produce, in a stable order: a group's for its members."""
     files: list[GeneratedFile] = []

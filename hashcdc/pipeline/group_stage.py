@@ -11,12 +11,14 @@ are one DataFrame, kept in the session as one stage. Its checks
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
+from hashcdc.config import TableConfig
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import InputDataError
 from hashcdc.groups.members import Group
@@ -26,6 +28,10 @@ from hashcdc.pipeline.rejects import rejected_rows
 from hashcdc.pipeline.stage import typecast_and_hash
 
 TRAILING = ("business_date", SOURCE_FILE, ROW_ERRORS, *REJECT_DETAIL_COLUMNS)
+# Members whose DataFrames are built side by side.
+BUILDERS = 8
+# The temporary views a group's stage unions (one per member, replaced by the next date's).
+UNION_VIEW = "hashcdc_group_member_"
 
 
 def on_slots(frame: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:
@@ -57,15 +63,35 @@ def group_stage(
     group = Group.from_dict(group_data)
     date = parse_business_date(business_date)
     slot_map = group.slot_map
-    frames = [
-        on_slots(
-            typecast_and_hash(spark, member.to_dict(), date, command=command), member.name, slot_map
-        )
-        for member in group.enabled_members
-    ]
-    if not frames:
+    members = group.enabled_members
+    if not members:
         raise InputDataError(f"group '{group.name}': every table of it is paused")
-    return reduce(DataFrame.unionByName, frames)
+
+    def member_frame(member: TableConfig) -> DataFrame:
+        frame = typecast_and_hash(spark, member.to_dict(), date, command=command)
+        return on_slots(frame, member.name, slot_map)
+
+    # Building a member's DataFrame is thousands of calls into the JVM, each waiting on
+    # its answer: side by side, the waits overlap (py4j gives each thread its own).
+    with ThreadPoolExecutor(BUILDERS) as pool:
+        frames = list(pool.map(member_frame, members))
+    return union_all(spark, frames, f"{UNION_VIEW}{group.name}_")
+
+
+def union_all(spark: SparkSession, frames: list[DataFrame], prefix: str) -> DataFrame:
+    """The frames' rows as one DataFrame, their columns in the same order, analysed once.
+
+    A chain of ``union`` calls analyses the growing plan at each step (quadratic in the
+    members); one ``union all`` query of temporary views (``<prefix><n>``) is one analysis.
+    """
+    if len(frames) == 1:
+        return frames[0]
+    views = []
+    for number, frame in enumerate(frames):
+        view = f"{prefix}{number}"
+        frame.createOrReplaceTempView(view)
+        views.append(f"select * from {view}")
+    return spark.sql(" union all ".join(views))
 
 
 def member_rows(stage: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:

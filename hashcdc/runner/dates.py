@@ -16,6 +16,7 @@ from typing import Any
 from hashcdc.config import load_table_configs
 from hashcdc.groups.members import stages_of
 from hashcdc.runner.invocation import invoke_and_audit
+from hashcdc.runner.views import group_view_names, record_built, standing_views
 from hashcdc.runtime.project import table_selector
 from hashcdc.state import audit
 
@@ -81,6 +82,10 @@ def build_dates(
     """
     out = audit.console()
     stops = Stops()
+    tables = load_table_configs(project_dir / "tables")
+    stages = stages_of(tables)
+    standing = standing_views(spark, project_dir, tables)
+    every_view = group_view_names(tables)
     for run in runs:
         if stops.everything:
             break
@@ -88,15 +93,19 @@ def build_dates(
         if run.tables and not selected:
             continue
         if stops.at and not run.tables:
-            active = [name for name in _all_tables(project_dir) if name not in stops.at]
+            active = sorted(t.name for t in tables if t.enabled and t.name not in stops.at)
             selected = active
         out.rule(f"business date {run.business_date}")
         started = time.perf_counter()
-        selector = table_selector(selected, stages_of(load_table_configs(project_dir / "tables")))
+        selector = table_selector(selected, stages)
         if selector and run.also_select:
             selector += run.also_select
-        args = [*run.extra, *selector, "--log-path", str(log_dir)]
+        exclude = ["--exclude", *standing] if standing else []
+        args = [*run.extra, *selector, *exclude, "--log-path", str(log_dir)]
         done = invoke_and_audit(spark, project_dir, "build", args, run.business_date)
+        if standing != every_view:
+            record_built(project_dir, tables, done.result)
+            standing = standing_views(spark, project_dir, tables)
         if after_build:
             after_build(done.result, time.perf_counter() - started)
         rows = done.rows
@@ -110,8 +119,3 @@ def build_dates(
         if not done.success and not failed:
             stops.everything = run.business_date
     return stops
-
-
-def _all_tables(project_dir: Path) -> list[str]:
-    """Every enabled table of the project."""
-    return sorted(t.name for t in load_table_configs(project_dir / "tables") if t.enabled)
