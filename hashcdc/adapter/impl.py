@@ -21,6 +21,7 @@ from hashcdc.adapter.connections import HashcdcConnectionManager
 from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
+from hashcdc.groups import outcomes
 from hashcdc.pipeline.session_stage import StageCounts, kept_counts, session_stage
 from hashcdc.runtime.sessions import thread_session
 from hashcdc.state.maintenance import compact_if_due, deletion_vectors_by_size
@@ -160,6 +161,16 @@ class HashcdcAdapter(SparkAdapter):
         return kept_counts(
             self._session(), f"{relation.schema}.{relation.identifier}", business_date
         )
+
+    @available
+    def hashcdc_members_run(self, group: str, business_date: str, members: list[str]) -> list[str]:
+        """Of a group's enabled members, those its date runs (:func:`outcomes.members_run`)."""
+        return outcomes.members_run(group, parse_business_date(business_date), members)
+
+    @available
+    def hashcdc_refused_members(self, group: str, business_date: str) -> dict[str, str]:
+        """The members a group's stage refused for the date, each with why."""
+        return outcomes.refused(group, parse_business_date(business_date))
 
     @available
     def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:

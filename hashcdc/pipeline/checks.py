@@ -17,6 +17,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
 from hashcdc.errors import InputDataError
+from hashcdc.groups import outcomes
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN
 from hashcdc.pipeline.columns import ROW_ERRORS, SOURCE_FILE
@@ -164,12 +165,16 @@ def check_reject_limits(
 
 
 def validate_group_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
-    """A table's checks for each member of the group (one aggregation for the counts).
+    """A table's checks for each member the group's date runs (one aggregation for the counts).
+
+    A member that fails them is refused (:mod:`hashcdc.groups.outcomes`): the models after
+    the stage leave its rows out, so its previous state stays as it was, and the others go
+    on; a line names it and why.
 
     Raises
     ------
     InputDataError
-        Naming the member, the file, the row and column, as for a table of its own.
+        When every member the date runs is refused, naming each (nothing is written).
 
     """
     group = Group.from_dict(dbt.config.meta_get("hashcdc_table"))
@@ -197,10 +202,25 @@ def validate_group_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> N
         .collect()
     }
     slot_map = group.slot_map
+    run = outcomes.members_run(group.name, date, [m.name for m in group.enabled_members])
     for member in group.enabled_members:
+        if member.name not in run:
+            continue
         rows, rejects = counted.get(member.name, (0, 0))
-        own = member_rows(written, member.name, slot_map)
-        if rejects:
-            check_reject_limits(spark, member, date, own, rejects, rows)
-        if member.name in repeated and not member.duplicates_keep_last_by:
-            fail_on_duplicate_keys(member, date, own.where(F.col(ROW_ERRORS).isNull()))
+        try:
+            if rejects:
+                own = member_rows(written, member.name, slot_map)
+                check_reject_limits(spark, member, date, own, rejects, rows)
+            if member.name in repeated and not member.duplicates_keep_last_by:
+                own = member_rows(written, member.name, slot_map)
+                fail_on_duplicate_keys(member, date, own.where(F.col(ROW_ERRORS).isNull()))
+        except InputDataError as refusal:
+            outcomes.refuse(group.name, date, member.name, str(refusal))
+    refused = outcomes.refused(group.name, date)
+    if not outcomes.members_run(group.name, date, run):
+        raise InputDataError("\n".join(refused.values()))
+    for name, reason in refused.items():
+        print(
+            f"hashcdc: table '{name}' of group '{group.name}' is not applied on {date}; "
+            f"its previous state is kept and the group's other tables go on:\n{reason}"
+        )

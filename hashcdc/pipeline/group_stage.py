@@ -7,6 +7,9 @@ reader, casts, hashes and reject reasons) and put on the group's typed slots
 are one DataFrame, kept in the session as one stage. Its checks
 (:func:`hashcdc.pipeline.checks.validate_group_stage`) and rejects
 (:func:`group_rejected_rows`) are a table's, per member, on :func:`member_rows`.
+
+A member whose extract cannot be read (none for the date, a header other than its
+config's) is refused, not the group: the others run (:mod:`hashcdc.groups.outcomes`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from hashcdc.config import TableConfig
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import InputDataError
+from hashcdc.groups import outcomes
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
 from hashcdc.pipeline.columns import HASH_COLUMNS, REJECT_DETAIL_COLUMNS, ROW_ERRORS, SOURCE_FILE
@@ -56,25 +60,34 @@ def group_stage(
     business_date: Any,
     command: dict[str, Any] | None = None,
 ) -> DataFrame:
-    """The stage DataFrame of a group's enabled members for one business date.
+    """The stage DataFrame of the members a group's date runs (enabled, not held).
 
-    A member without an extract stops the date, naming it (nothing is written).
+    A member whose extract cannot be read is refused (recorded, left out); when every
+    member is, the date stops, naming each (nothing is written).
     """
     group = Group.from_dict(group_data)
     date = parse_business_date(business_date)
     slot_map = group.slot_map
-    members = group.enabled_members
+    outcomes.start(group.name, date)
+    names = outcomes.members_run(group.name, date, [m.name for m in group.enabled_members])
+    members = [m for m in group.enabled_members if m.name in names]
     if not members:
-        raise InputDataError(f"group '{group.name}': every table of it is paused")
+        raise InputDataError(f"group '{group.name}': no table of it runs {date} (paused or held)")
 
-    def member_frame(member: TableConfig) -> DataFrame:
-        frame = typecast_and_hash(spark, member.to_dict(), date, command=command)
+    def member_frame(member: TableConfig) -> DataFrame | None:
+        try:
+            frame = typecast_and_hash(spark, member.to_dict(), date, command=command)
+        except InputDataError as refusal:
+            outcomes.refuse(group.name, date, member.name, str(refusal))
+            return None
         return on_slots(frame, member.name, slot_map)
 
     # Building a member's DataFrame is thousands of calls into the JVM, each waiting on
     # its answer: side by side, the waits overlap (py4j gives each thread its own).
     with ThreadPoolExecutor(BUILDERS) as pool:
-        frames = list(pool.map(member_frame, members))
+        frames = [f for f in pool.map(member_frame, members) if f is not None]
+    if not frames:
+        raise InputDataError("\n".join(outcomes.refused(group.name, date).values()))
     return union_all(spark, frames, f"{UNION_VIEW}{group.name}_")
 
 
@@ -109,7 +122,9 @@ def group_rejected_rows(
     """The rejected rows of the group's members for ``<group>_rejects``, each naming its table."""
     group = Group.from_dict(group_data)
     slot_map = group.slot_map
-    with_rejects = {
+    date = parse_business_date(business_date)
+    run = set(outcomes.members_run(group.name, date, [m.name for m in group.enabled_members]))
+    with_rejects = run & {
         row[MEMBER_COLUMN]
         for row in stage.where(F.col(ROW_ERRORS).isNotNull())
         .select(MEMBER_COLUMN)

@@ -1,7 +1,8 @@
 """The date loop: ``dbt build`` of each business date in turn, in one Spark session.
 
 A table that fails on a date stops there and skips its later dates (its dates apply in
-order); the other tables carry on. ``hashcdc run``, ``replay``, the demo and the bench
+order; a member of a table group is held back from its group's later dates); the other
+tables carry on. ``hashcdc run``, ``replay``, the demo and the bench
 drive it; each date's summary is read from the audit table (:mod:`hashcdc.state.audit`).
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc.config import load_table_configs
+from hashcdc.groups import outcomes
 from hashcdc.groups.members import stages_of
 from hashcdc.runner.invocation import invoke_and_audit
 from hashcdc.runner.views import group_view_names, record_built, standing_views
@@ -102,7 +104,10 @@ def build_dates(
             selector += run.also_select
         exclude = ["--exclude", *standing] if standing else []
         args = [*run.extra, *selector, *exclude, "--log-path", str(log_dir)]
-        done = invoke_and_audit(spark, project_dir, "build", args, run.business_date)
+        # A member of a group that failed a date is held back from the later ones, as a
+        # table of its own is not selected for them.
+        with outcomes.holding(stops.at):
+            done = invoke_and_audit(spark, project_dir, "build", args, run.business_date)
         if standing != every_view:
             record_built(project_dir, tables, done.result)
             standing = standing_views(spark, project_dir, tables)

@@ -158,6 +158,12 @@
         the stage and the W row of the state's commit for the date (only when the state was
         built). A table group's (its stage embeds the members): one row per member run, its
         counts from its rows of the stage and its W row, in the same select. -#}
+    {#- A group's members_applied test fails for its refused members only: their rows say so. -#}
+    {%- set own_results = [] -%}
+    {%- for result in table_results if not result.node.name.startswith('hashcdc_members_applied_') -%}
+        {%- do own_results.append(result) -%}
+    {%- endfor -%}
+    {%- set table_results = own_results -%}
     {%- set found = {} -%}
     {%- for result in table_results -%}
         {%- if result.node.resource_type == 'model' -%}
@@ -196,6 +202,9 @@
     {%- endfor -%}
     {%- set business_date = hashcdc.business_date() -%}
     {%- set counted = state_result.status | string == 'success' -%}
+    {#- A group's members the date applied; those its stage refused get a failed row each. -#}
+    {%- set refused = hashcdc.refused_members(table_name) if members and counted else {} -%}
+    {%- set members = hashcdc.members_run(table_name, members) if members else members -%}
     {%- set applied = hashcdc.applied_state_version(
         api.Relation.create(
             schema=state_result.node.schema, identifier=state_result.node.alias,
@@ -242,6 +251,7 @@
                 count_if(_row_errors is not null) as rejects,
                 cast(null as timestamp) as latest_event_at
             from {{ hashcdc.stage_relation(stage, business_date) }}
+            where table_name in ('{{ members | join("', '") }}')
             group by table_name
             {%- elif stage_counts is not none %}
             {#- As the stage's checks counted it (no second scan of the stage). #}
@@ -293,6 +303,27 @@
         from (values ('{{ members | join("'), ('") }}')) as members (table_name)
         {%- endif %}
         {%- endif %}
+        {%- for name, reason in refused.items() %}
+        union all
+        select
+            '{{ name }}' as table_name,
+            date'{{ business_date }}' as business_date,
+            '{{ flags.WHICH }}' as command,
+            '{{ target.name }}' as target_name,
+            'error' as status,
+            {{ hashcdc._sql_text(reason) }} as error_message,
+            timestamp'{{ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as started_at,
+            timestamp'{{ ended_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as ended_at,
+            cast({{ (ended_at - started_at).total_seconds() }} as double) as seconds,
+            cast(map({{ model_seconds | join(', ') }}) as map<string, double>) as model_seconds,
+            {% for column in ['rows_in', 'rejects', 'inserted', 'updated', 'deleted', 'not_supplied',
+                'unchanged', 'state_rows_before', 'state_rows_after'] -%}
+            cast(null as bigint) as {{ column }},
+            {% endfor -%}
+            cast(null as string) as watermark,
+            cast(null as timestamp) as latest_event_at,
+            '{{ invocation_id }}' as invocation_id
+        {%- endfor %}
     {%- endset -%}
     {{ return(row) }}
 {% endmacro %}

@@ -11,8 +11,16 @@
     and the W row: the date, and its operation counts. Unchanged keys are not written.
     members: a table group's state (`table_name` the group): its members run, each with its
     max_delete_fraction; a row is a member's (`table_name`), keys match within a member,
-    each member has its own W row and delete guard, and a member not run is not read. -#}
+    each member has its own W row and delete guard, and a member not run (paused, refused
+    by its checks, held by the command: members_run) is not read. -#}
 {%- set business_date = hashcdc.business_date() -%}
+{%- if members is not none -%}
+    {%- set run = {} -%}
+    {%- for name in hashcdc.members_run(table_name, members) -%}
+        {%- do run.update({name: members[name]}) -%}
+    {%- endfor -%}
+    {%- set members = run -%}
+{%- endif -%}
 {%- set previous = hashcdc.checked_previous_state(business_date, table_name) -%}
 {%- set incoming = hashcdc.stage_relation(incoming) -%}
 {%- set previous_date = previous.business_date if previous else none -%}
@@ -28,6 +36,7 @@ incoming as (
         {{ hash_column }} as nonkeyhash
     from {{ incoming }}
     where business_date = date'{{ business_date }}' and _row_errors is null
+        {{- hashcdc._of_members(members) }}
 ),
 {%- if extract_type == 'full' %}
 
@@ -36,6 +45,7 @@ rejected_keys as (
     select distinct {{ member ~ ',' if member }} keyhash
     from {{ incoming }}
     where business_date = date'{{ business_date }}' and _row_errors is not null
+        {{- hashcdc._of_members(members) }}
 ),
 {%- endif %}
 
@@ -273,4 +283,13 @@ select * from final
         {{ return('') }}
     {%- endif -%}
     {{ return('\n        and ' ~ left ~ '.' ~ member ~ ' = ' ~ right ~ '.' ~ member) }}
+{% endmacro %}
+
+
+{% macro _of_members(members) %}
+    {#- The filter that keeps a group's stage rows to the members the date runs. -#}
+    {%- if members is none -%}
+        {{ return('') }}
+    {%- endif -%}
+    {{ return("\n        and table_name in ('" ~ members | list | join("', '") ~ "')") }}
 {% endmacro %}

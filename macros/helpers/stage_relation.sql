@@ -35,3 +35,23 @@
     {{ exceptions.raise_compiler_error("hashcdc: no stage model found for " ~ stage) }}
 {% endmacro %}
 
+
+
+{% macro members_run(group, members) %}
+    {#- Of a group's enabled members, those its date runs: a member its stage refused (its
+        extract could not be loaded) or the command holds back is left out
+        (hashcdc/groups/outcomes.py). Outside a run or test of a date, the members as given. -#}
+    {%- if not execute or not hashcdc._is_writing_command() or hashcdc.requested_business_date() is none -%}
+        {{ return(members | list) }}
+    {%- endif -%}
+    {{ return(adapter.hashcdc_members_run(group, hashcdc.business_date(), members | list)) }}
+{% endmacro %}
+
+
+{% macro refused_members(group) %}
+    {#- The members of a group its stage refused for the date being run, each with why. -#}
+    {%- if not execute or not hashcdc._is_writing_command() or hashcdc.requested_business_date() is none -%}
+        {{ return({}) }}
+    {%- endif -%}
+    {{ return(adapter.hashcdc_refused_members(group, hashcdc.business_date())) }}
+{% endmacro %}

@@ -1,8 +1,9 @@
 """A table group through `hashcdc run`: several tables, one stage, one diff, one commit a date.
 
 Four tables of different shapes share group `crm`. Over three dates they get inserts,
-updates, deletes, a rejected row, a missing extract (the date stops naming the table and
-writes nothing, for every member), a paused member, and a rerun; each member reads as its
+updates, deletes, a rejected row, a missing extract and one of too many rejects (each
+member refused, named, its previous state kept, while its siblings are committed), a
+paused member, and a rerun; each member reads as its
 own tables (`<t>_current`, `_history`, `_scd2`, `_rejects`, `--as-of`), with the values
 and types of its own config. The expected rows are written out here, never computed by
 the code under test.
@@ -184,21 +185,44 @@ def test_a_group_of_four_tables_over_three_dates(
         ("eu", "Europe", D1, "None"), ("us", "States", D1, D2), ("us", "United States", D2, "None"),
     ]  # fmt: skip
 
-    # Day three: notes is paused; regions' extract is missing, so the date stops naming it
-    # and nothing of the group is written.
+    # Day three: notes is paused; regions' extract is missing and orders' rejects exceed
+    # its limit, so those two are refused, named, and keep their previous state, while
+    # customers is committed.
     _configure(project, {"notes": {**_config("notes"), "enabled": False}})
-    for name in ("customers", "orders"):
-        _write(project, name, D3)
-    version = project.rows(f"describe history {GROUP}_state")[0]["version"]
+    _write(project, "customers", D3)
+    header = [c["name"] for c in CONFIGS["orders"]["columns"]]
+    bad_orders = [[10, 1, "x", D1], [11, 2, "y", D1], [12, 3, "1.00", D2]]
+    project.write_csv(f"landing/orders/{D3}/part.csv", header, bad_orders)
+    regions_before = _current(project, "regions", "code, label")
     code, out = _run(project, capsys, "run", "--date", D3)
     assert code != 0
-    assert "regions" in out and D3 in out, out[-3000:]
-    assert project.rows(f"describe history {GROUP}_state")[0]["version"] == version
-    assert _current(project, "customers", "id, name") == {(1, "alice"), (2, "bobby"), (4, "dave")}
+    assert "table 'regions'" in out and "no extract for business date 2024-05-03" in out, out[
+        -3000:
+    ]
+    assert "table 'orders'" in out and "max_reject_fraction" in out, out[-3000:]
+    assert _current(project, "customers", "id, score") == {(1, 1.75), (2, 2.0), (4, 4.0), (5, None)}
+    assert _current(project, "regions", "code, label") == regions_before
+    assert (12, 3) in _current(project, "orders", "order_id, customer_id")
+    assert project.rows(
+        f"select count(*) as n from orders_history where business_date = '{D3}'"
+    ) == [{"n": 0}]
+    assert project.rows(
+        f"select count(*) as n from orders_rejects where business_date = '{D3}'"
+    ) == [{"n": 0}]
+    statuses = {
+        r["table_name"]: (r["status"], r["error_message"] or "")
+        for r in project.rows(
+            f"select table_name, status, error_message from cdc_runs where business_date = '{D3}'"
+        )
+    }
+    assert statuses["customers"] == ("success", "")
+    assert statuses["regions"][0] == "error" and "no extract" in statuses["regions"][1]
+    assert statuses["orders"][0] == "error" and "max_reject_fraction" in statuses["orders"][1]
 
-    # The extract delivered, the date run again: the paused member is not read (its rows
+    # The extracts delivered, the date run again: the paused member is not read (its rows
     # stay, not deleted), the others move on.
     _write(project, "regions", D3)
+    _write(project, "orders", D3)
     code, out = _run(project, capsys, "run", "--date", D3)
     assert code == 0, out[-3000:]
     counts = _counts(project, D3)

@@ -23,6 +23,10 @@
     {%- set business_date = hashcdc.business_date() -%}
 {%- endif -%}
 {%- set applied = hashcdc.applied_state_version(model, business_date) -%}
+{%- if members is not none and execute and hashcdc.requested_business_date() is not none -%}
+    {%- set group = hashcdc._stage_node(incoming).config.meta.get('hashcdc_table_name') -%}
+    {%- set members = hashcdc.members_run(group, members) -%}
+{%- endif -%}
 {%- set counted = hashcdc.stage_counts(incoming, business_date) -%}
 {%- set incoming = hashcdc.stage_relation(incoming, business_date) -%}
 {%- set member = 'table_name' if members is not none else none -%}
