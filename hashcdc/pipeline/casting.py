@@ -309,8 +309,14 @@ def stage_typed(raw: DataFrame, typed: dict[str, Column]) -> tuple[DataFrame, di
     costly to plan and to run), and a raw column's name is never resolved to its typed
     column of the same select (Spark's lateral column aliases, inside lambdas).
     """
-    staged = raw.select("*", *[value.alias(TYPED_PREFIX + name) for name, value in typed.items()])
-    return staged, {name: F.col(TYPED_PREFIX + name) for name in typed}
+    projected, refs = typed_projection(typed)
+    return raw.select("*", *projected), refs
+
+
+def typed_projection(typed: dict[str, Column]) -> tuple[list[Column], dict[str, Column]]:
+    """:func:`stage_typed`'s projection (beside ``*``) and its references, frame-free."""
+    projected = [value.alias(TYPED_PREFIX + name) for name, value in typed.items()]
+    return projected, {name: F.col(TYPED_PREFIX + name) for name in typed}
 
 
 def values_map(table: TableConfig) -> Column:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
@@ -28,6 +28,7 @@ from hashcdc.groups import outcomes
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
 from hashcdc.pipeline.columns import HASH_COLUMNS, REJECT_DETAIL_COLUMNS, ROW_ERRORS, SOURCE_FILE
+from hashcdc.pipeline.projections import built_once
 from hashcdc.pipeline.rejects import rejected_rows
 from hashcdc.pipeline.stage import typecast_and_hash
 
@@ -41,17 +42,28 @@ UNION_VIEW = "hashcdc_group_member_"
 def on_slots(frame: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:
     """A member's stage rows with its columns on the group's slots (unused slots null)."""
     placed = {p.slot.name: p.column for p in slot_map.of(member)}
+    slots = tuple((s.name, s.data_type) for s in slot_map.slots)
     return frame.select(
+        *built_once(
+            ("on_slots", member, slots, tuple(sorted(placed.items()))),
+            lambda: _slot_projection(member, placed, slots),
+        )
+    )
+
+
+def _slot_projection(
+    member: str, placed: dict[str, str], slots: tuple[tuple[str, str], ...]
+) -> list[Column | str]:
+    """:func:`on_slots`' projection: the member's name, its slots, the stage's own columns."""
+    return [
         F.lit(member).alias(MEMBER_COLUMN),
         *[
-            (F.col(placed[s.name]) if s.name in placed else F.lit(None))
-            .cast(s.data_type)
-            .alias(s.name)
-            for s in slot_map.slots
+            (F.col(placed[name]) if name in placed else F.lit(None)).cast(data_type).alias(name)
+            for name, data_type in slots
         ],
         *[c.name for c in HASH_COLUMNS],
         *TRAILING,
-    )
+    ]
 
 
 def group_stage(

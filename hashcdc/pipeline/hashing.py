@@ -47,6 +47,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from hashcdc.column_types import Family, decimal_scale, family
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.pipeline.columns import SENSITIVE_HASH
+from hashcdc.pipeline.projections import built_once
 
 HASH_ALGORITHM_VERSION = 2
 # The first unit of each of the two XXH64 chains that make up a 128-bit hash.
@@ -151,22 +152,26 @@ def with_hashes(frame: DataFrame, hashes: dict[str, list[ColumnConfig]]) -> Data
     The canonical values are projected first, in their own step, so that each is computed
     once although every lane (and the null test of its name) uses it.
     """
-    hashed = {c.name: c for configs in hashes.values() for c in configs}
-    canonical = frame.select(
-        "*",
-        *[
-            canonical_value(F.col(name), c.type).alias(_canonical_column(name))
-            for name, c in hashed.items()
-        ],
+    canonical, digests = built_once(
+        ("hashes", tuple((name, tuple(configs)) for name, configs in hashes.items())),
+        lambda: _hash_projections(hashes),
     )
+    kept = [name for name in frame.columns if name not in hashes]
+    return frame.select("*", *canonical).select(*kept, *digests)
+
+
+def _hash_projections(hashes: dict[str, list[ColumnConfig]]) -> tuple[list[Column], list[Column]]:
+    """:func:`with_hashes`' canonical values (beside ``*``), then its hash columns."""
+    hashed = {c.name: c for configs in hashes.values() for c in configs}
+    canonical = [
+        canonical_value(F.col(name), c.type).alias(_canonical_column(name))
+        for name, c in hashed.items()
+    ]
 
     def row_digest(configs: list[ColumnConfig]) -> Column:
         return digest(hash_units((c.hash_name, F.col(_canonical_column(c.name))) for c in configs))
 
-    kept = [name for name in frame.columns if name not in hashes]
-    return canonical.select(
-        *kept, *[row_digest(configs).alias(name) for name, configs in hashes.items()]
-    )
+    return canonical, [row_digest(configs).alias(name) for name, configs in hashes.items()]
 
 
 def row_hashes(table: TableConfig) -> dict[str, list[ColumnConfig]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
@@ -27,7 +27,7 @@ from hashcdc.dates import parse_business_date
 from hashcdc.pipeline.casting import (
     column_failed,
     column_message,
-    stage_typed,
+    typed_projection,
     typed_value,
     values_map,
 )
@@ -48,13 +48,25 @@ from hashcdc.pipeline.extract import extract_files
 from hashcdc.pipeline.feed import PriorState, typed_events
 from hashcdc.pipeline.hashing import row_hashes, with_hashes
 from hashcdc.pipeline.inputs import table_reader
+from hashcdc.pipeline.projections import built_once
 from hashcdc.pipeline.transports import transport_of
 from hashcdc.pipeline.transports.files import local_path
 from hashcdc.state.plan import DateCommand, plan_of
 
 
 def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
-    staged, typed = stage_typed(raw, {c.name: typed_value(F.col(c.name), c) for c in table.columns})
+    typed, checked = built_once(
+        ("typed_with_errors", table.columns, table_reader(table).name),
+        lambda: _typed_with_errors_projections(table),
+    )
+    return raw.select("*", *typed).select(*checked)
+
+
+def _typed_with_errors_projections(table: TableConfig) -> tuple[list[Column], list[Column]]:
+    """The typed values beside the raw ones, then the row's columns and why it fails."""
+    projected, typed = typed_projection(
+        {c.name: typed_value(F.col(c.name), c) for c in table.columns}
+    )
     is_malformed = F.col(CORRUPT_RECORD).isNotNull()
     has_errors = is_malformed
     for column in table.columns:
@@ -66,7 +78,7 @@ def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
             *[column_message(F.col(c.name), typed[c.name], c) for c in table.columns],
         )
     )
-    return staged.select(
+    checked = [
         *[typed[c.name].alias(c.name) for c in table.columns],
         F.when(has_errors, messages).alias(ROW_ERRORS),
         F.when(has_errors, values_map(table)).alias(RAW_VALUES),
@@ -74,7 +86,8 @@ def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
         F.col(SOURCE_FILE),
         F.col(BLOCK_START),
         F.col(ROW_ID),
-    )
+    ]
+    return projected, checked
 
 
 def _mark_superseded_duplicates(frame: DataFrame, table: TableConfig) -> DataFrame:
@@ -219,17 +232,30 @@ def _stage_columns(hashed: DataFrame, table: TableConfig, date: str) -> DataFram
     A column the date's extract does not carry is null; one read with its earlier type
     (before a widening) is cast to the configured one.
     """
+    present = frozenset(hashed.columns)
+    before, after = built_once(
+        ("stage_columns", table.columns, tuple(row_hashes(table)), table.is_feed, present),
+        lambda: _stage_projections(table, present),
+    )
+    return hashed.select(*before, F.lit(date).cast("date").alias("business_date"), *after)
+
+
+def _stage_projections(
+    table: TableConfig, present: frozenset[str]
+) -> tuple[list[Column | str], list[Column]]:
+    """:func:`_stage_columns`' projection before and after its date."""
     rejected = F.col(ROW_ERRORS).isNotNull()
-    present = set(hashed.columns)
-    return hashed.select(
+    before: list[Column | str] = [
         *[
             (F.col(c.name) if c.name in present else F.lit(None)).cast(c.type).alias(c.name)
             for c in table.columns
         ],
         *row_hashes(table),
         *(EVENT_COLUMNS if table.is_feed else ()),
-        F.lit(date).cast("date").alias("business_date"),
+    ]
+    after = [
         F.col(SOURCE_FILE),
         F.col(ROW_ERRORS),
         *[F.when(rejected, F.col(name)).alias(name) for name in REJECT_DETAIL_COLUMNS],
-    )
+    ]
+    return before, after
