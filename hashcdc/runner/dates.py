@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hashcdc.config import load_table_configs
+from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.groups import outcomes
 from hashcdc.groups.members import stages_of
 from hashcdc.runner.invocation import invoke_and_audit
@@ -104,9 +104,9 @@ def build_dates(
             selector += run.also_select
         exclude = ["--exclude", *standing] if standing else []
         args = [*run.extra, *selector, *exclude, "--log-path", str(log_dir)]
-        # A member of a group that failed a date is held back from the later ones, as a
-        # table of its own is not selected for them.
-        with outcomes.holding(stops.at):
+        # A member of a group that failed a date is held back from the later ones, and one
+        # not selected from its selected siblings' date, as a table of its own is not run.
+        with outcomes.holding([*stops.at, *siblings_not_selected(tables, selected)]):
             done = invoke_and_audit(spark, project_dir, "build", args, run.business_date)
         if standing != every_view:
             record_built(project_dir, tables, done.result)
@@ -124,3 +124,10 @@ def build_dates(
         if not done.success and not failed:
             stops.everything = run.business_date
     return stops
+
+
+def siblings_not_selected(tables: Sequence[TableConfig], selected: Sequence[str]) -> list[str]:
+    """The members of the selected tables' groups that are not selected (none: all are)."""
+    chosen = set(selected)
+    groups = {t.group for t in tables if t.name in chosen and t.group is not None}
+    return sorted(t.name for t in tables if t.group in groups and t.name not in chosen)

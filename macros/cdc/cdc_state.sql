@@ -286,10 +286,12 @@ select * from final
 {% endmacro %}
 
 
-{% macro _of_members(members) %}
-    {#- The filter that keeps a group's stage rows to the members the date runs. -#}
+{% macro _of_members(members, first=false) %}
+    {#- The filter that keeps a group's rows to the members the date runs (` and …`, or
+        the condition alone when first). -#}
     {%- if members is none -%}
         {{ return('') }}
     {%- endif -%}
-    {{ return("\n        and table_name in ('" ~ members | list | join("', '") ~ "')") }}
+    {%- set condition = "table_name in ('" ~ members | list | join("', '") ~ "')" -%}
+    {{ return(' ' ~ condition if first else '\n        and ' ~ condition) }}
 {% endmacro %}

@@ -55,3 +55,23 @@
     {%- endif -%}
     {{ return(adapter.hashcdc_refused_members(group, hashcdc.business_date())) }}
 {% endmacro %}
+
+
+{% macro group_members_run(group) %}
+    {#- The members of table group `group` the date runs (members_run of its enabled
+        members, from its stage's embedded config); none when `group` is no group. -#}
+    {%- if not group -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- for node in graph.nodes.values() if node.resource_type == 'model' and node.name == 'stg_' ~ group -%}
+        {%- set members = node.config.meta.get('hashcdc_table', {}).get('members') -%}
+        {%- if members is not none -%}
+            {%- set enabled = [] -%}
+            {%- for member in members if member.get('enabled', true) -%}
+                {%- do enabled.append(member.name) -%}
+            {%- endfor -%}
+            {{ return(hashcdc.members_run(group, enabled)) }}
+        {%- endif -%}
+    {%- endfor -%}
+    {{ return(none) }}
+{% endmacro %}

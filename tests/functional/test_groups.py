@@ -3,7 +3,7 @@
 Four tables of different shapes share group `crm`. Over three dates they get inserts,
 updates, deletes, a rejected row, a missing extract and one of too many rejects (each
 member refused, named, its previous state kept, while its siblings are committed), a
-paused member, and a rerun; each member reads as its
+paused member, a rerun of the group's date and one of a member's alone; each member reads as its
 own tables (`<t>_current`, `_history`, `_scd2`, `_rejects`, `--as-of`), with the values
 and types of its own config. The expected rows are written out here, never computed by
 the code under test.
@@ -248,6 +248,37 @@ def test_a_group_of_four_tables_over_three_dates(
     after = project.rows("select * from crm_state where operation != 'W'")
     key = lambda row: (row["table_name"], row["keyhash"])  # noqa: E731
     assert sorted(after, key=key) == sorted(before, key=key)
+
+    # One member's date run again alone (--select): its rows move, its siblings' stay (no
+    # RESTORE of the group's state, no replace of their history's date).
+    siblings = "select * from crm_state where table_name != 'customers'"
+    siblings_history = (
+        f"select * from crm_history where table_name != 'customers' and business_date = '{D3}'"
+    )
+    state_before, history_before = project.rows(siblings), project.rows(siblings_history)
+    # The W rows (one a member, no keyhash) are compared too.
+    key = lambda row: (row["table_name"], row["operation"], bytes(row["keyhash"] or b""))  # noqa: E731
+    header = [c["name"] for c in CONFIGS["customers"]["columns"]]
+    project.write_csv(
+        f"landing/customers/{D3}/part.csv",
+        header,
+        [*EXTRACTS["customers"][D3][:3], [5, "erin", 5.5]],
+    )
+    code, out = _run(project, capsys, "run", "--date", D3, "--select", "customers")
+    assert code == 0, out[-3000:]
+    assert _current(project, "customers", "id, score") == {(1, 1.75), (2, 2.0), (4, 4.0), (5, 5.5)}
+    assert project.rows(
+        f"select id, score from customers_history where business_date = '{D3}' and id = 5"
+    ) == [{"id": 5, "score": 5.5}]
+    assert sorted(project.rows(siblings), key=key) == sorted(state_before, key=key)
+    assert sorted(project.rows(siblings_history), key=key) == sorted(history_before, key=key)
+    [latest] = project.rows("select invocation_id from cdc_runs order by ended_at desc limit 1")
+    audited = project.rows(
+        f"select table_name from cdc_runs where invocation_id = '{latest['invocation_id']}'"
+    )
+    assert audited == [{"table_name": "customers"}]
+    operations = [r["operation"] for r in project.rows(f"describe history {GROUP}_state limit 3")]
+    assert "RESTORE" not in operations, operations
 
     # A member as of an earlier date, as a reader asks for it.
     code, out = _run(
