@@ -11,8 +11,15 @@ the code under test.
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
+import json
+import os
+import subprocess
+import sys
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +31,8 @@ from hashcdc.config import load_table_configs
 
 D1, D2, D3 = "2024-05-01", "2024-05-02", "2024-05-03"
 GROUP = "crm"
+READERS = Path(__file__).parents[1] / "support" / "lake_readers.py"
+READERS_PATH = Path(sys.executable).parent.parent / "readers"
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "customers": {
@@ -295,3 +304,49 @@ def test_a_group_of_four_tables_over_three_dates(
     # The slot map is on the group's state for readers without Spark.
     properties = {r["key"]: r["value"] for r in project.rows(f"show tblproperties {GROUP}_state")}
     assert "orders:amount=decimal_s2_1" in properties["hashcdc.slots"]
+
+    # DuckDB, polars and delta-rs, in a process without Spark, read a member from the
+    # group's files by the documented filter as `hashcdc query` reads its views.
+    columns = ["order_id", "customer_id", "amount", "placed"]
+    current_sql = f"select {', '.join(columns)}, operation from orders_current"
+    history_sql = f"select {', '.join(columns)}, operation, business_date from orders_history"
+    expected = {"current": _query(project, capsys, current_sql)}
+    expected["history"] = _query(project, capsys, history_sql)
+    expected[f"current@{D1}"] = _query(project, capsys, current_sql, D1)
+    expected[f"history@{D1}"] = _query(project, capsys, history_sql, D1)
+    assert expected["current@2024-05-01"] != expected["current"]
+    request = project.root / "readers.json"
+    request.write_text(
+        json.dumps(
+            {
+                "state": _location(project, f"{GROUP}_state"),
+                "history": _location(project, f"{GROUP}_history"),
+                "member": "orders",
+                "columns": [*columns, "operation"],
+                "history_columns": [*columns, "operation", "business_date"],
+                "dates": [D1],
+            }
+        )
+    )
+    environment = os.environ | {"PYTHONPATH": str(READERS_PATH), "TZ": "UTC"}
+    done = subprocess.run(
+        [sys.executable, str(READERS), str(request)],
+        capture_output=True, text=True, env=environment, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    for reader in ("duckdb", "polars", "delta-rs"):
+        for read, rows in expected.items():
+            assert found[reader][read] == rows, f"{reader}: {read}"
+
+
+def _location(project: Any, table: str) -> str:
+    return str(project.rows(f"describe detail {table}")[0]["location"]).removeprefix("file:")
+
+
+def _query(project: Any, capsys: Any, sql: str, as_of: str | None = None) -> list[list[str]]:
+    """`hashcdc query`'s CSV rows (sorted, without the header)."""
+    dated = ["--as-of", as_of] if as_of else []
+    code, out = _run(project, capsys, "query", *dated, sql)
+    assert code == 0, out
+    return sorted(list(csv.reader(io.StringIO(out)))[1:])

@@ -9,6 +9,10 @@ delta-rs's reading of the log); the rest follows docs/architecture.md, "Reading 
 without Spark": `current` is rebuilt from the state with its own property
 ``hashcdc.untouched_operation``, a history as of D is its rows of dates up to D.
 
+A table of a group (``member`` in the request) is read from its group's state and history
+by the documented filter: its rows (``table_name``), its columns from the slots the
+state's ``hashcdc.slots`` property names, and its own W row.
+
 Values are printed as ``str()`` of Python's (UTC, naive timestamps; null as ''), the form
 ``hashcdc query`` prints, so the test compares text with text.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,30 @@ from deltalake import DeltaTable, QueryBuilder
 from hashcdc.state.versions import UNTOUCHED_PROPERTY, applied_from_history, version_as_of
 
 LIVE = ("I", "U", "N", "X")
+SLOTS_PROPERTY = "hashcdc.slots"
+
+
+@dataclass(frozen=True)
+class Member:
+    """A table of a group: its name and its columns' slots (``member:column=slot;…``)."""
+
+    name: str
+    slots: dict[str, str]
+
+    @classmethod
+    def of(cls, configuration: dict[str, str], name: str) -> Member:
+        placed = [entry.split(":", 1) for entry in configuration[SLOTS_PROPERTY].split(";")]
+        return cls(name, dict(p.split("=", 1) for member, p in placed if member == name))
+
+    def sql(self, relation: str) -> str:
+        """The member's rows of a group's table, its columns named (SQL readers)."""
+        named = ", ".join(f'"{slot}" as "{column}"' for column, slot in self.slots.items())
+        return f"select *, {named} from {relation} where table_name = '{self.name}'"
+
+    def frame(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The same for polars."""
+        named = {column: pl.col(slot) for column, slot in self.slots.items()}
+        return frame.filter(pl.col("table_name") == self.name).with_columns(**named)
 
 
 def text(value: Any) -> str:
@@ -73,18 +102,27 @@ class Duck:
         result = self.connection.sql(sql)
         return [dict(zip(result.columns, row, strict=True)) for row in result.fetchall()]
 
+    def _scan(self, path: str, member: Member | None, at: str = "") -> str:
+        scan = f"delta_scan('{path}'{at})"
+        return member.sql(scan) if member else f"select * from {scan}"
+
     def current(
-        self, path: str, version: int | None, untouched: str, columns: list[str]
+        self,
+        path: str,
+        version: int | None,
+        untouched: str,
+        columns: list[str],
+        member: Member | None = None,
     ) -> list[dict[str, Any]]:
         at = f", version => {version}" if version is not None else ""
-        self.connection.execute(
-            f"create or replace view s as select * from delta_scan('{path}'{at})"
-        )
+        self.connection.execute(f"create or replace view s as {self._scan(path, member, at)}")
         return self._records(current_sql("s", untouched, columns))
 
-    def history(self, path: str, until: str | None) -> list[dict[str, Any]]:
+    def history(
+        self, path: str, until: str | None, member: Member | None = None
+    ) -> list[dict[str, Any]]:
         where = f" where business_date <= date'{until}'" if until else ""
-        return self._records(f"select * from delta_scan('{path}'){where}")
+        return self._records(f"select * from ({self._scan(path, member)}){where}")
 
 
 class Polars:
@@ -93,9 +131,16 @@ class Polars:
     name = "polars"
 
     def current(
-        self, path: str, version: int | None, untouched: str, columns: list[str]
+        self,
+        path: str,
+        version: int | None,
+        untouched: str,
+        columns: list[str],
+        member: Member | None = None,
     ) -> list[dict[str, Any]]:
         state = pl.read_delta(path, version=version)
+        if member:
+            state = member.frame(state)
         latest = state.filter(pl.col("operation") == "W")["business_date"].max()
         shown = pl.when(pl.col("business_date") == latest).then(pl.col("operation"))
         return (
@@ -105,8 +150,12 @@ class Polars:
             .to_dicts()
         )
 
-    def history(self, path: str, until: str | None) -> list[dict[str, Any]]:
+    def history(
+        self, path: str, until: str | None, member: Member | None = None
+    ) -> list[dict[str, Any]]:
         frame = pl.read_delta(path)
+        if member:
+            frame = member.frame(frame)
         if until:
             frame = frame.filter(pl.col("business_date") <= dt.date.fromisoformat(until))
         return frame.to_dicts()
@@ -125,14 +174,26 @@ class DeltaRs:
         ]
 
     def current(
-        self, path: str, version: int | None, untouched: str, columns: list[str]
+        self,
+        path: str,
+        version: int | None,
+        untouched: str,
+        columns: list[str],
+        member: Member | None = None,
     ) -> list[dict[str, Any]]:
         table = DeltaTable(path, version=version)
-        return self._records(table, current_sql("s", untouched, columns))
+        return self._records(table, self._within(member, current_sql("m", untouched, columns)))
 
-    def history(self, path: str, until: str | None) -> list[dict[str, Any]]:
+    def history(
+        self, path: str, until: str | None, member: Member | None = None
+    ) -> list[dict[str, Any]]:
         where = f" where business_date <= date '{until}'" if until else ""
-        return self._records(DeltaTable(path), f"select * from s{where}")
+        return self._records(DeltaTable(path), self._within(member, f"select * from m{where}"))
+
+    @staticmethod
+    def _within(member: Member | None, sql: str) -> str:
+        """``sql`` over ``m``: the registered table, or a member's rows of it."""
+        return f"with m as ({member.sql('s') if member else 'select * from s'}) {sql}"
 
 
 def read(request: dict[str, Any]) -> dict[str, Any]:
@@ -140,21 +201,23 @@ def read(request: dict[str, Any]) -> dict[str, Any]:
     state, history = request["state"], request["history"]
     columns, history_columns = request["columns"], request["history_columns"]
     log = DeltaTable(state)
-    untouched = log.metadata().configuration[UNTOUCHED_PROPERTY]
+    configuration = log.metadata().configuration
+    untouched = configuration[UNTOUCHED_PROPERTY]
+    member = Member.of(configuration, request["member"]) if request.get("member") else None
     applied = applied_from_history(log.history())
     found: dict[str, Any] = {"versions": {a.business_date: a.last_version for a in applied}}
     for reader in (Duck(), Polars(), DeltaRs()):
         reads = {
-            "current": rows(reader.current(state, None, untouched, columns), columns),
-            "history": rows(reader.history(history, None), history_columns),
+            "current": rows(reader.current(state, None, untouched, columns, member), columns),
+            "history": rows(reader.history(history, None, member), history_columns),
         }
         for business_date in request["dates"]:
             version = version_as_of(applied, business_date)
             assert version is not None, business_date
-            current = reader.current(state, version.last_version, untouched, columns)
+            current = reader.current(state, version.last_version, untouched, columns, member)
             reads[f"current@{business_date}"] = rows(current, columns)
             reads[f"history@{business_date}"] = rows(
-                reader.history(history, business_date), history_columns
+                reader.history(history, business_date, member), history_columns
             )
         found[reader.name] = reads
     return found
