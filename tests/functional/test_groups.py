@@ -14,16 +14,12 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import json
-import os
-import subprocess
-import sys
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from outside_spark import assert_readers_agree, read_outside_spark
 
 from hashcdc.cli import main
 from hashcdc.codegen import generate
@@ -31,8 +27,6 @@ from hashcdc.config import load_table_configs
 
 D1, D2, D3 = "2024-05-01", "2024-05-02", "2024-05-03"
 GROUP = "crm"
-READERS = Path(__file__).parents[1] / "support" / "lake_readers.py"
-READERS_PATH = Path(sys.executable).parent.parent / "readers"
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "customers": {
@@ -315,29 +309,18 @@ def test_a_group_of_four_tables_over_three_dates(
     expected[f"current@{D1}"] = _query(project, capsys, current_sql, D1)
     expected[f"history@{D1}"] = _query(project, capsys, history_sql, D1)
     assert expected["current@2024-05-01"] != expected["current"]
-    request = project.root / "readers.json"
-    request.write_text(
-        json.dumps(
-            {
-                "state": _location(project, f"{GROUP}_state"),
-                "history": _location(project, f"{GROUP}_history"),
-                "member": "orders",
-                "columns": [*columns, "operation"],
-                "history_columns": [*columns, "operation", "business_date"],
-                "dates": [D1],
-            }
-        )
+    found = read_outside_spark(
+        project.root / "readers.json",
+        {
+            "state": _location(project, f"{GROUP}_state"),
+            "history": _location(project, f"{GROUP}_history"),
+            "member": "orders",
+            "columns": [*columns, "operation"],
+            "history_columns": [*columns, "operation", "business_date"],
+            "dates": [D1],
+        },
     )
-    environment = os.environ | {"PYTHONPATH": str(READERS_PATH), "TZ": "UTC"}
-    done = subprocess.run(
-        [sys.executable, str(READERS), str(request)],
-        capture_output=True, text=True, env=environment, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout)
-    for reader in ("duckdb", "polars", "delta-rs"):
-        for read, rows in expected.items():
-            assert found[reader][read] == rows, f"{reader}: {read}"
+    assert_readers_agree(found, expected)
 
 
 def _location(project: Any, table: str) -> str:

@@ -11,14 +11,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 from oracle import apply_extract
+from outside_spark import assert_readers_agree, read_outside_spark
 
 from hashcdc.cli import main
 from hashcdc.state.versions import applied_versions, is_delta
@@ -143,8 +139,6 @@ EDGE_ROWS = [
     [5, "east", None, None, "2024-03-01 10:00:00.123456", "x"],
 ]
 LAKE_COLUMNS = ["id", "region", "amount", "born", "at", "note"]
-READERS = Path(__file__).parents[1] / "support" / "lake_readers.py"
-READERS_PATH = Path(sys.executable).parent.parent / "readers"
 
 
 def lake_extract(day: int) -> list[list[Any]]:
@@ -284,25 +278,14 @@ def test_the_lake_reads_the_same_in_duckdb_polars_and_delta_rs(project: Any, cap
         expected[f"history@{business_date}"] = _query(project, capsys, history_sql, business_date)
     assert expected["history@2024-03-03"] != expected["history"]  # as of reads less
 
-    request = project.root / "readers.json"
-    request.write_text(
-        json.dumps(
-            {
-                "state": locations[state],
-                "history": locations[history],
-                "columns": [*LAKE_COLUMNS, "operation"],
-                "history_columns": [*LAKE_COLUMNS, "operation", "business_date"],
-                "dates": list(dates),
-            }
-        )
+    found = read_outside_spark(
+        project.root / "readers.json",
+        {
+            "state": locations[state],
+            "history": locations[history],
+            "columns": [*LAKE_COLUMNS, "operation"],
+            "history_columns": [*LAKE_COLUMNS, "operation", "business_date"],
+            "dates": list(dates),
+        },
     )
-    environment = os.environ | {"PYTHONPATH": str(READERS_PATH), "TZ": "UTC"}
-    done = subprocess.run(
-        [sys.executable, str(READERS), str(request)],
-        capture_output=True, text=True, env=environment, timeout=600, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    found = json.loads(done.stdout)
-    for reader in ("duckdb", "polars", "delta-rs"):
-        for read, rows in expected.items():
-            assert found[reader][read] == rows, f"{reader}: {read}"
+    assert_readers_agree(found, expected)

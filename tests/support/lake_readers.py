@@ -83,12 +83,20 @@ def current_sql(table: str, untouched: str, columns: list[str]) -> str:
     )
 
 
-class Duck:
+class Reader:
+    """A reader of one table: of its own files, or a member's rows of its group's."""
+
+    def __init__(self, member: Member | None = None) -> None:
+        self.member = member
+
+
+class Duck(Reader):
     """DuckDB with the delta extension loaded from its wheel (no download)."""
 
     name = "duckdb"
 
-    def __init__(self) -> None:
+    def __init__(self, member: Member | None = None) -> None:
+        super().__init__(member)
         folder = Path(duckdb_extension_delta.__file__).parent / "extensions"
         self.connection = duckdb.connect(
             config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
@@ -102,45 +110,33 @@ class Duck:
         result = self.connection.sql(sql)
         return [dict(zip(result.columns, row, strict=True)) for row in result.fetchall()]
 
-    def _scan(self, path: str, member: Member | None, at: str = "") -> str:
+    def _scan(self, path: str, at: str = "") -> str:
         scan = f"delta_scan('{path}'{at})"
-        return member.sql(scan) if member else f"select * from {scan}"
+        return self.member.sql(scan) if self.member else f"select * from {scan}"
 
     def current(
-        self,
-        path: str,
-        version: int | None,
-        untouched: str,
-        columns: list[str],
-        member: Member | None = None,
+        self, path: str, version: int | None, untouched: str, columns: list[str]
     ) -> list[dict[str, Any]]:
         at = f", version => {version}" if version is not None else ""
-        self.connection.execute(f"create or replace view s as {self._scan(path, member, at)}")
+        self.connection.execute(f"create or replace view s as {self._scan(path, at)}")
         return self._records(current_sql("s", untouched, columns))
 
-    def history(
-        self, path: str, until: str | None, member: Member | None = None
-    ) -> list[dict[str, Any]]:
+    def history(self, path: str, until: str | None) -> list[dict[str, Any]]:
         where = f" where business_date <= date'{until}'" if until else ""
-        return self._records(f"select * from ({self._scan(path, member)}){where}")
+        return self._records(f"select * from ({self._scan(path)}){where}")
 
 
-class Polars:
+class Polars(Reader):
     """polars' ``read_delta`` (on delta-rs)."""
 
     name = "polars"
 
     def current(
-        self,
-        path: str,
-        version: int | None,
-        untouched: str,
-        columns: list[str],
-        member: Member | None = None,
+        self, path: str, version: int | None, untouched: str, columns: list[str]
     ) -> list[dict[str, Any]]:
         state = pl.read_delta(path, version=version)
-        if member:
-            state = member.frame(state)
+        if self.member:
+            state = self.member.frame(state)
         latest = state.filter(pl.col("operation") == "W")["business_date"].max()
         shown = pl.when(pl.col("business_date") == latest).then(pl.col("operation"))
         return (
@@ -150,18 +146,16 @@ class Polars:
             .to_dicts()
         )
 
-    def history(
-        self, path: str, until: str | None, member: Member | None = None
-    ) -> list[dict[str, Any]]:
+    def history(self, path: str, until: str | None) -> list[dict[str, Any]]:
         frame = pl.read_delta(path)
-        if member:
-            frame = member.frame(frame)
+        if self.member:
+            frame = self.member.frame(frame)
         if until:
             frame = frame.filter(pl.col("business_date") <= dt.date.fromisoformat(until))
         return frame.to_dicts()
 
 
-class DeltaRs:
+class DeltaRs(Reader):
     """delta-rs's own SQL engine (its ``to_pyarrow_table`` refuses deletion vectors)."""
 
     name = "delta-rs"
@@ -174,26 +168,19 @@ class DeltaRs:
         ]
 
     def current(
-        self,
-        path: str,
-        version: int | None,
-        untouched: str,
-        columns: list[str],
-        member: Member | None = None,
+        self, path: str, version: int | None, untouched: str, columns: list[str]
     ) -> list[dict[str, Any]]:
         table = DeltaTable(path, version=version)
-        return self._records(table, self._within(member, current_sql("m", untouched, columns)))
+        return self._records(table, self._within(current_sql("m", untouched, columns)))
 
-    def history(
-        self, path: str, until: str | None, member: Member | None = None
-    ) -> list[dict[str, Any]]:
+    def history(self, path: str, until: str | None) -> list[dict[str, Any]]:
         where = f" where business_date <= date '{until}'" if until else ""
-        return self._records(DeltaTable(path), self._within(member, f"select * from m{where}"))
+        return self._records(DeltaTable(path), self._within(f"select * from m{where}"))
 
-    @staticmethod
-    def _within(member: Member | None, sql: str) -> str:
+    def _within(self, sql: str) -> str:
         """``sql`` over ``m``: the registered table, or a member's rows of it."""
-        return f"with m as ({member.sql('s') if member else 'select * from s'}) {sql}"
+        source = self.member.sql("s") if self.member else "select * from s"
+        return f"with m as ({source}) {sql}"
 
 
 def read(request: dict[str, Any]) -> dict[str, Any]:
@@ -206,18 +193,18 @@ def read(request: dict[str, Any]) -> dict[str, Any]:
     member = Member.of(configuration, request["member"]) if request.get("member") else None
     applied = applied_from_history(log.history())
     found: dict[str, Any] = {"versions": {a.business_date: a.last_version for a in applied}}
-    for reader in (Duck(), Polars(), DeltaRs()):
+    for reader in (Duck(member), Polars(member), DeltaRs(member)):
         reads = {
-            "current": rows(reader.current(state, None, untouched, columns, member), columns),
-            "history": rows(reader.history(history, None, member), history_columns),
+            "current": rows(reader.current(state, None, untouched, columns), columns),
+            "history": rows(reader.history(history, None), history_columns),
         }
         for business_date in request["dates"]:
             version = version_as_of(applied, business_date)
             assert version is not None, business_date
-            current = reader.current(state, version.last_version, untouched, columns, member)
+            current = reader.current(state, version.last_version, untouched, columns)
             reads[f"current@{business_date}"] = rows(current, columns)
             reads[f"history@{business_date}"] = rows(
-                reader.history(history, business_date, member), history_columns
+                reader.history(history, business_date), history_columns
             )
         found[reader.name] = reads
     return found
