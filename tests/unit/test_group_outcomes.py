@@ -1,8 +1,10 @@
-"""Which members a group's date runs: refused ones and held ones are left out."""
+"""Which members a group's date runs: refused ones, held ones and unselected ones are left out."""
 
 from __future__ import annotations
 
+from hashcdc.config import TableConfig
 from hashcdc.groups import outcomes
+from hashcdc.runner.dates import siblings_not_selected
 
 MEMBERS = ["a", "b", "c"]
 
@@ -27,3 +29,23 @@ def test_held_members_are_left_out_inside_the_block_only() -> None:
         # The inner block releases only what it held itself.
         assert outcomes.members_run("g", "2024-01-03", MEMBERS) == ["a", "b"]
     assert outcomes.members_run("g", "2024-01-03", MEMBERS) == MEMBERS
+
+
+def _table(name: str, group: str | None) -> TableConfig:
+    return TableConfig.from_dict(
+        {
+            "name": name,
+            "extract_type": "full",
+            "group": group,
+            "source": f"landing/{name}/{{business_date}}",
+            "columns": [{"name": "id", "type": "int", "key": True}],
+        }
+    )
+
+
+def test_a_selected_member_holds_back_its_siblings_only() -> None:
+    tables = [_table("a", "g"), _table("b", "g"), _table("c", "h"), _table("d", None)]
+    assert siblings_not_selected(tables, ["a"]) == ["b"]
+    assert siblings_not_selected(tables, ["a", "b", "d"]) == []
+    assert siblings_not_selected(tables, ["d", "c"]) == []
+    assert siblings_not_selected(tables, []) == []
