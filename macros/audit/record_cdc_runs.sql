@@ -153,6 +153,33 @@
 {% endmacro %}
 
 
+{% macro _cdc_run_timing(started_at, ended_at, model_seconds) %}
+    {#- A cdc_runs row's timing columns: started_at, ended_at, seconds, model_seconds. -#}
+    {%- set columns -%}
+            timestamp'{{ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as started_at,
+            timestamp'{{ ended_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as ended_at,
+            cast({{ (ended_at - started_at).total_seconds() }} as double) as seconds,
+            cast(map({{ model_seconds | join(', ') }}) as map<string, double>) as model_seconds
+    {%- endset -%}
+    {{ return(columns | trim) }}
+{% endmacro %}
+
+
+{% macro _cdc_run_uncounted() %}
+    {#- The counts of a cdc_runs row whose state was not built (null), and its invocation. -#}
+    {%- set columns -%}
+            {% for column in ['rows_in', 'rejects', 'inserted', 'updated', 'deleted', 'not_supplied',
+                'unchanged', 'state_rows_before', 'state_rows_after'] -%}
+            cast(null as bigint) as {{ column }},
+            {% endfor -%}
+            cast(null as string) as watermark,
+            cast(null as timestamp) as latest_event_at,
+            '{{ invocation_id }}' as invocation_id
+    {%- endset -%}
+    {{ return(columns | trim) }}
+{% endmacro %}
+
+
 {% macro _cdc_run_row(table_name, table_results) %}
     {#- The select of one cdc_runs row: timings and statuses from dbt's results, counts from
         the stage and the W row of the state's commit for the date (only when the state was
@@ -223,10 +250,7 @@
             '{{ status }}' as status,
             {%- endif %}
             {{ hashcdc._sql_text(messages | join('\n') if messages else none) }} as error_message,
-            timestamp'{{ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as started_at,
-            timestamp'{{ ended_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as ended_at,
-            cast({{ (ended_at - started_at).total_seconds() }} as double) as seconds,
-            cast(map({{ model_seconds | join(', ') }}) as map<string, double>) as model_seconds,
+            {{ hashcdc._cdc_run_timing(started_at, ended_at, model_seconds) }},
         {%- if counted %}
             incoming.rows_in,
             incoming.rejects,
@@ -292,13 +316,7 @@
             using (table_name)
         {%- endif %}
         {%- else %}
-            {% for column in ['rows_in', 'rejects', 'inserted', 'updated', 'deleted', 'not_supplied',
-                'unchanged', 'state_rows_before', 'state_rows_after'] -%}
-            cast(null as bigint) as {{ column }},
-            {% endfor -%}
-            cast(null as string) as watermark,
-            cast(null as timestamp) as latest_event_at,
-            '{{ invocation_id }}' as invocation_id
+            {{ hashcdc._cdc_run_uncounted() }}
         {%- if members %}
         from (values ('{{ members | join("'), ('") }}')) as members (table_name)
         {%- endif %}
@@ -312,17 +330,8 @@
             '{{ target.name }}' as target_name,
             'error' as status,
             {{ hashcdc._sql_text(reason) }} as error_message,
-            timestamp'{{ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as started_at,
-            timestamp'{{ ended_at.strftime('%Y-%m-%d %H:%M:%S.%f') }} UTC' as ended_at,
-            cast({{ (ended_at - started_at).total_seconds() }} as double) as seconds,
-            cast(map({{ model_seconds | join(', ') }}) as map<string, double>) as model_seconds,
-            {% for column in ['rows_in', 'rejects', 'inserted', 'updated', 'deleted', 'not_supplied',
-                'unchanged', 'state_rows_before', 'state_rows_after'] -%}
-            cast(null as bigint) as {{ column }},
-            {% endfor -%}
-            cast(null as string) as watermark,
-            cast(null as timestamp) as latest_event_at,
-            '{{ invocation_id }}' as invocation_id
+            {{ hashcdc._cdc_run_timing(started_at, ended_at, model_seconds) }},
+            {{ hashcdc._cdc_run_uncounted() }}
         {%- endfor %}
     {%- endset -%}
     {{ return(row) }}

@@ -41,7 +41,7 @@
     {#- Of a group's enabled members, those its date runs: a member its stage refused (its
         extract could not be loaded) or the command holds back is left out
         (hashcdc/groups/outcomes.py). Outside a run or test of a date, the members as given. -#}
-    {%- if not execute or not hashcdc._is_writing_command() or hashcdc.requested_business_date() is none -%}
+    {%- if not hashcdc._runs_a_date() -%}
         {{ return(members | list) }}
     {%- endif -%}
     {{ return(adapter.hashcdc_members_run(group, hashcdc.business_date(), members | list)) }}
@@ -50,7 +50,7 @@
 
 {% macro refused_members(group) %}
     {#- The members of a group its stage refused for the date being run, each with why. -#}
-    {%- if not execute or not hashcdc._is_writing_command() or hashcdc.requested_business_date() is none -%}
+    {%- if not hashcdc._runs_a_date() -%}
         {{ return({}) }}
     {%- endif -%}
     {{ return(adapter.hashcdc_refused_members(group, hashcdc.business_date())) }}
@@ -74,4 +74,12 @@
         {%- endif -%}
     {%- endfor -%}
     {{ return(none) }}
+{% endmacro %}
+
+
+{% macro _runs_a_date() %}
+    {#- Whether a run or test of a requested business date is executing (what a group's
+        members run is known then). -#}
+    {{ return(execute and hashcdc._is_writing_command()
+        and hashcdc.requested_business_date() is not none) }}
 {% endmacro %}

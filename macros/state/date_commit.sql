@@ -10,19 +10,18 @@
             that would undo a sibling's date (one refused, held, or not selected). -#}
         {%- set members = hashcdc.group_members_run(config.get('meta', {}).get('hashcdc_table_name'))
             if config.get('hashcdc_group') else none -%}
+        {%- set of_members = ' where' ~ hashcdc._of_members(members, first=true) if members is not none else '' -%}
         {%- if plan.restores is not none and members is not none -%}
             {#- A commit of no date: the log keeps every date it held (a reset would not). -#}
             {%- do run_query(adapter.hashcdc_commit_metadata_statement(none)) -%}
             {%- do run_query(
-                'insert into ' ~ state ~ ' replace where' ~ hashcdc._of_members(members, first=true)
-                ~ ' select * from ' ~ state ~ ' version as of ' ~ plan.restores
-                ~ ' where' ~ hashcdc._of_members(members, first=true)) -%}
+                'insert into ' ~ state ~ ' replace' ~ of_members
+                ~ ' select * from ' ~ state ~ ' version as of ' ~ plan.restores ~ of_members) -%}
         {%- elif plan.restores is not none -%}
             {%- do adapter.hashcdc_restore_state(state, plan.restores) -%}
         {%- elif plan.empties -%}
             {%- do run_query(hashcdc._commit_metadata_setting(plan.business_date, reset=true)) -%}
-            {%- do run_query('delete from ' ~ state ~ (
-                ' where' ~ hashcdc._of_members(members, first=true) if members is not none else '')) -%}
+            {%- do run_query('delete from ' ~ state ~ of_members) -%}
         {%- endif -%}
     {%- endif -%}
     {{ return(hashcdc._commit_metadata_setting(plan.business_date, micro_batch=plan.micro_batch)) }}

@@ -23,7 +23,7 @@
     {%- set business_date = hashcdc.business_date() -%}
 {%- endif -%}
 {%- set applied = hashcdc.applied_state_version(model, business_date) -%}
-{%- if members is not none and execute and hashcdc.requested_business_date() is not none -%}
+{%- if members is not none and hashcdc._runs_a_date() -%}
     {%- set group = hashcdc._stage_node(incoming).config.meta.get('hashcdc_table_name') -%}
     {%- set members = hashcdc.members_run(group, members) -%}
 {%- endif -%}
