@@ -173,6 +173,14 @@ class HashcdcAdapter(SparkAdapter):
         return outcomes.refused(group, parse_business_date(business_date))
 
     @available
+    def hashcdc_refuse_member(
+        self, group: str, business_date: str, member: str, reason: str
+    ) -> str:
+        """Record that a group's date refused a member (:func:`outcomes.refuse`); returns ''."""
+        outcomes.refuse(group, parse_business_date(business_date), member, reason)
+        return ""
+
+    @available
     def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:
         """Restore a state to ``version`` (:func:`hashcdc.state.versions.restore`); returns ''."""
         restore(self._session(), f"{relation.schema}.{relation.identifier}", version)

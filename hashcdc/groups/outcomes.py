@@ -5,7 +5,10 @@ config's, rejects above its limits, a key twice) is **refused**: its rows are le
 the group's diff and commit, so its previous state stays as it was, and its siblings are
 committed. The group's stage records why (:func:`refuse`, from
 :mod:`hashcdc.pipeline.group_stage` and :func:`hashcdc.pipeline.checks.validate_group_stage`);
-the models after it run the other members (:func:`members_run`, through the adapter), the
+a member whose full extract would delete more than its ``max_delete_fraction`` is
+refused by the group's state (the ``refuse_mass_deletes`` post-hook: the diff left it out
+of the commit); the models after it run the other members (:func:`members_run`, through
+the adapter), the
 audit gives the refused member a failed row with the reason, and the group's
 ``members_applied`` test fails naming it.
 

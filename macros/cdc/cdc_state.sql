@@ -12,7 +12,9 @@
     members: a table group's state (`table_name` the group): its members run, each with its
     max_delete_fraction; a row is a member's (`table_name`), keys match within a member,
     each member has its own W row and delete guard, and a member not run (paused, refused
-    by its checks, held by the command: members_run) is not read. -#}
+    by its checks, held by the command: members_run) is not read. A member whose date the
+    guard refuses writes nothing: its rows are left out and its W row is an R row, which
+    merge_state does not write (the state's post-hook, refuse_mass_deletes, reads it). -#}
 {%- set business_date = hashcdc.business_date() -%}
 {%- if members is not none -%}
     {%- set run = {} -%}
@@ -178,6 +180,28 @@ operation_counts as (
     {%- endif %}
 ),
 
+{%- set guarded = [] -%}
+{%- for name, fraction in (members or {}).items() if extract_type == 'full' and hashcdc._guards_deletes(fraction) -%}
+    {%- do guarded.append(name) -%}
+{%- endfor -%}
+{%- set refuses_members = guarded | length > 0 %}
+{%- if refuses_members %}
+
+member_counts as (
+    {#- A member's counts, and whether the delete guard refuses its date. #}
+    select
+        {{ member }},
+        counts,
+        case {{ member }}
+            {%- for name in guarded %}
+            when '{{ name }}' then {{ hashcdc.deletes_too_many('counts', members[name]) }}
+            {%- endfor %}
+            else false
+        end as is_refused
+    from operation_counts
+),
+{%- endif %}
+
 final as (
     select
         {{ member ~ ',' if member }}
@@ -190,30 +214,28 @@ final as (
         date'{{ business_date }}' as business_date,
         cast(null as map<string, bigint>) as operation_counts
     from written
+    {%- if refuses_members %}
+    where {{ member }} not in (select {{ member }} from member_counts where is_refused)
+    {%- endif %}
     union all
     select
         {{ member ~ ',' if member }}
         {{ hashcdc._null_columns(columns) }},
         null as keyhash,
         null as nonkeyhash,
-        'W' as operation,
+        {{ "if(is_refused, 'R', 'W')" if refuses_members else "'W'" }} as operation,
         null as eff_start_date,
         null as seen_date,
         date'{{ business_date }}' as business_date,
         {%- if extract_type == 'full' and member %}
-        case {{ member }}
-            {%- for name, fraction in members.items() %}
-            when '{{ name }}' then {{ hashcdc.assert_no_mass_delete(
-                'counts', name, business_date, fraction) }}
-            {%- endfor %}
-        end as operation_counts
+        counts as operation_counts
         {%- elif extract_type == 'full' %}
         {{ hashcdc.assert_no_mass_delete(
             'counts', table_name, business_date, max_delete_fraction) }} as operation_counts
         {%- else %}
         counts as operation_counts
         {%- endif %}
-    from operation_counts
+    from {{ 'member_counts' if refuses_members else 'operation_counts' }}
 )
 
 select * from final

@@ -7,7 +7,8 @@
     only); N with the same hash records that the key was supplied (operation and dates:
     its effective date is the one before the date, which a run that closes a streamed
     date on top of its micro-batches puts back; the payload stays, as in the article);
-    anything else replaces the row or adds it. A table group's state (model config
+    anything else replaces the row or adds it; R (a group's member refused by the
+    delete guard: its counts, for the state's post-hook) is never written. A table group's state (model config
     hashcdc_group) matches every row within its member (`table_name`) as well. -#}
 {%- set columns = adapter.get_columns_in_relation(target) | map(attribute='name') | list -%}
 {%- set touched = ['operation', 'business_date', 'seen_date', 'eff_start_date'] + (
@@ -35,7 +36,7 @@ when matched then update set
     {%- for column in columns %}
     target.{{ adapter.quote(column) }} = source.{{ adapter.quote(column) }}{{ ',' if not loop.last }}
     {%- endfor %}
-when not matched and source.operation not in ('D', 'a', 'X') then insert (
+when not matched and source.operation not in ('D', 'a', 'X', 'R') then insert (
     {%- for column in columns %}
     {{ adapter.quote(column) }}{{ ',' if not loop.last }}
     {%- endfor %}

@@ -1,12 +1,12 @@
 """A table group through `hashcdc run`: several tables, one stage, one diff, one commit a date.
 
 Four tables of different shapes share group `crm`. Over three dates they get inserts,
-updates, deletes, a rejected row, a missing extract and one of too many rejects (each
-member refused, named, its previous state kept, while its siblings are committed), a
-paused member, a rerun of the group's date and one of a member's alone; each member reads as its
-own tables (`<t>_current`, `_history`, `_scd2`, `_rejects`, `--as-of`), with the values
-and types of its own config. The expected rows are written out here, never computed by
-the code under test.
+updates, deletes, a rejected row, a missing extract, one of too many rejects and a
+truncated one the delete guard refuses (each member refused, named, its previous state
+kept, while its siblings are committed), a paused member, a rerun of the group's date and
+one of a member's alone; each member reads as its own tables (`<t>_current`, `_history`,
+`_scd2`, `_rejects`, `--as-of`), with the values and types of its own config. The
+expected rows are written out here, never computed by the code under test.
 """
 
 from __future__ import annotations
@@ -222,10 +222,26 @@ def test_a_group_of_four_tables_over_three_dates(
     assert statuses["regions"][0] == "error" and "no extract" in statuses["regions"][1]
     assert statuses["orders"][0] == "error" and "max_reject_fraction" in statuses["orders"][1]
 
+    # Orders delivered, and regions truncated to one new row: the delete guard refuses
+    # regions alone (it would delete both its rows), names it, and keeps its state; the
+    # others are committed in the same commit.
+    project.write_csv(f"landing/regions/{D3}/part.csv", ["code", "label"], [["ap", "Asia"]])
+    _write(project, "orders", D3)
+    code, out = _run(project, capsys, "run", "--date", D3)
+    assert code != 0
+    assert "table 'regions'" in out and "would delete 2 of 2 current rows" in out, out[-3000:]
+    assert "--select regions --allow-mass-delete" in out, out[-3000:]
+    assert _current(project, "regions", "code, label") == regions_before
+    assert (11, Decimal("4.10")) in _current(project, "orders", "order_id, amount")
+    [guarded] = project.rows(
+        "select status, error_message from cdc_runs where table_name = 'regions' "
+        "order by ended_at desc limit 1"
+    )
+    assert guarded["status"] == "error" and "max_delete_fraction" in guarded["error_message"]
+
     # The extracts delivered, the date run again: the paused member is not read (its rows
     # stay, not deleted), the others move on.
     _write(project, "regions", D3)
-    _write(project, "orders", D3)
     code, out = _run(project, capsys, "run", "--date", D3)
     assert code == 0, out[-3000:]
     counts = _counts(project, D3)

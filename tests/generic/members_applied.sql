@@ -2,7 +2,8 @@
 {#-
     The members of a table group that the business date being run did not apply because
     the group's stage refused them (no extract, another header, rejects above the limits,
-    a key twice): one failing row each, naming the table, the date and why. Their
+    a key twice) or its state's delete guard did: one failing row each, naming the
+    table, the date and why. Their
     siblings were committed; a refused member's previous state is as it was. On the
     group's history, the date's last model, so that nothing of the siblings' date is
     skipped when it fails.
