@@ -67,7 +67,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
 def cmd_compact(args: argparse.Namespace) -> int:
     """Compact the states and dated tables (OPTIMIZE); drop the files of versions not kept."""
     # deferred: Spark's modules load only for the commands that use them
-    from hashcdc.pipeline.evolution.upgrade import dated_tables, state_tables
+    from hashcdc.pipeline.evolution.upgrade import stored_tables
     from hashcdc.state.audit import state_dates_kept
     from hashcdc.state.maintenance import compact
 
@@ -78,12 +78,18 @@ def cmd_compact(args: argparse.Namespace) -> int:
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
     schema = profile_output(project_dir, args.target)["schema"]
-    with table_locks(spark, sorted(names)):
-        for table in (t for t in configs if t.name in names):
-            for name in state_tables(schema, table) + dated_tables(schema, table):
-                print(f"{name}: compacting", flush=True)
-                done = compact(spark, name, kept)
-                print(done.summary() if done else f"{name}: not a Delta table yet", flush=True)
+    # A group's tables are compacted once, for every member selected.
+    stored = dict.fromkeys(
+        name for t in configs if t.name in names for name in stored_tables(schema, t)
+    )
+    # ... and a run of any of the group's members writes them: each is locked.
+    groups = {t.group for t in configs if t.name in names and t.group is not None}
+    locked = names | {t.name for t in configs if t.group in groups}
+    with table_locks(spark, sorted(locked)):
+        for name in stored:
+            print(f"{name}: compacting", flush=True)
+            done = compact(spark, name, kept)
+            print(done.summary() if done else f"{name}: not a Delta table yet", flush=True)
     return 0
 
 

@@ -27,6 +27,7 @@ when a committed file drifts from ``tables/``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -188,11 +189,21 @@ def _evolution_arguments(hash_column: str, shape_changes: str) -> str:
     return "".join(lines)
 
 
-def _retention_hook(days: int | None) -> str | None:
-    """The post-hook deleting the dates older than ``days`` before the business date."""
-    if days is None:
+def _retention_hook(days: int | dict[str, int] | None) -> str | None:
+    """The post-hook deleting the dates older than ``days`` before the business date.
+
+    A table group's: its members -> their days (only those with a retention).
+    """
+    if days is None or days == {}:
         return None
-    return f"{{{{ hashcdc.delete_expired_dates(this, {days}) }}}}"
+    return f"{{{{ hashcdc.delete_expired_dates(this, {days!r}) }}}}"
+
+
+def _members_retention(group: Group, days_of: Callable[[TableConfig], int | None]) -> str | None:
+    """A group's retention post-hook: each member's dates kept by its own setting."""
+    return _retention_hook(
+        {m.name: days for m in group.members if (days := days_of(m)) is not None}
+    )
 
 
 def sensitive_context(table: TableConfig, context: dict[str, Any]) -> dict[str, Any]:
@@ -369,7 +380,8 @@ def group_context(group: Group) -> dict[str, Any]:
         ),
         "state_model": group.relations.state,
         "history_properties": repr(history_properties()),
-        "history_retention_hook": None,
+        "history_retention_hook": _members_retention(group, lambda m: m.history_retention_days),
+        "rejects_retention_hook": _members_retention(group, lambda m: m.rejects_retention_days),
         "untouched_operation": untouched_operation("full"),
         "is_feed": False,
         "is_audit": False,

@@ -35,6 +35,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             {"name": "name", "type": "string"},
             {"name": "score", "type": "double"},
         ],
+        "history_retention_days": 1,
     },
     "orders": {
         "columns": [
@@ -44,6 +45,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             {"name": "placed", "type": "date"},
         ],
         "max_reject_fraction": 0.5,
+        "rejects_retention_days": 1,
     },
     "regions": {
         "columns": [
@@ -67,7 +69,8 @@ EXTRACTS: dict[str, dict[str, list[list[Any]]]] = {
         D3: [[1, "alice", 1.75], [2, "bobby", 2.0], [4, "dave", 4.0], [5, "erin", None]],
     },
     "orders": {
-        D1: [[10, 1, "12.50", D1], [11, 2, "3.10", D1]],
+        # Order 13's amount does not cast either: its rejects row goes with retention.
+        D1: [[10, 1, "12.50", D1], [11, 2, "3.10", D1], [13, 9, "bad", D1]],
         # Order 11's amount does not cast: rejected, the order kept as it was (X).
         D2: [[10, 1, "12.50", D1], [11, 2, "lots", D1], [12, 3, "1.00", D2]],
         D3: [[10, 1, "12.50", D1], [11, 2, "4.10", D1], [12, 3, "1.00", D2]],
@@ -142,7 +145,7 @@ def test_a_group_of_four_tables_over_three_dates(
     assert _counts(project, D1) == {
         "customers": (3, 0, 3, 0, 0, 0, 0, "success"),
         "notes": (2, 0, 2, 0, 0, 0, 0, "success"),
-        "orders": (2, 0, 2, 0, 0, 0, 0, "success"),
+        "orders": (3, 1, 2, 0, 0, 0, 0, "warn"),
         "regions": (2, 0, 2, 0, 0, 0, 0, "success"),
     }
     # Day two: orders' rejected row warns (the rejects test) and keeps order 11 (X).
@@ -172,7 +175,10 @@ def test_a_group_of_four_tables_over_three_dates(
         "placed": "date", "keyhash": "binary", "nonkeyhash": "binary",
         "operation": "string", "eff_start_date": "date",
     }  # fmt: skip
-    [rejected] = project.rows("select business_date, reasons, raw_values from orders_rejects")
+    [rejected] = project.rows(
+        "select business_date, reasons, raw_values from orders_rejects "
+        f"where business_date = '{D2}'"
+    )
     assert rejected["business_date"] == dt.date(2024, 5, 2)
     assert rejected["raw_values"]["amount"] == "lots"
     assert "amount" in rejected["reasons"][0]
@@ -298,6 +304,31 @@ def test_a_group_of_four_tables_over_three_dates(
     assert audited == [{"table_name": "customers"}]
     operations = [r["operation"] for r in project.rows(f"describe history {GROUP}_state limit 3")]
     assert "RESTORE" not in operations, operations
+
+    # Retention per member, in the group's one history and rejects: customers keeps one
+    # day of history before the date, orders one day of rejects; the others keep all.
+    def dates_of(relation: str) -> set[str]:
+        found = project.rows(f"select distinct cast(business_date as string) as d from {relation}")
+        return {r["d"] for r in found}
+
+    assert dates_of("customers_history") == {D2, D3}
+    assert dates_of("orders_history") == {D1, D2, D3}
+    assert dates_of("orders_rejects") == {D2}
+
+    # `hashcdc compact` of a member compacts its group's tables (once), then a member reads
+    # as before: now and as of an earlier date.
+    current_before = project.rows("select * from customers_current")
+    code, out = _run(project, capsys, "compact", "--select", "customers", "regions")
+    assert code == 0, out[-3000:]
+    compacted = [line.split(":")[0] for line in out.splitlines() if line.endswith(": compacting")]
+    assert [name.split(".")[-1] for name in compacted] == [
+        f"{GROUP}_state", f"{GROUP}_history", f"{GROUP}_rejects",
+    ]  # fmt: skip
+    assert "not a Delta table" not in out, out
+    key = lambda row: bytes(row["keyhash"])  # noqa: E731
+    assert sorted(project.rows("select * from customers_current"), key=key) == sorted(
+        current_before, key=key
+    )
 
     # A member as of an earlier date, as a reader asks for it.
     code, out = _run(

@@ -117,7 +117,12 @@ def test_a_group_generates_its_models_and_each_members_views(tmp_path: Path) -> 
     tables.mkdir()
     members = [
         _member("orders", [("id", "bigint"), ("amount", "decimal(10,2)")]),
-        _member("regions", [("code", "string"), ("label", "string")], max_delete_fraction=0.2),
+        _member(
+            "regions",
+            [("code", "string"), ("label", "string")],
+            max_delete_fraction=0.2,
+            history_retention_days=30,
+        ),
         _member("notes", [("id", "int")], enabled=False),
     ]
     for raw in members:
@@ -134,6 +139,13 @@ def test_a_group_generates_its_models_and_each_members_views(tmp_path: Path) -> 
     # The paused member is not run: its rows are not read, so not deleted.
     assert "members={'orders': 0.5, 'regions': 0.2}" in state
     assert "hashcdc_group=true" in state
+    # The delete guard's refusals are recorded after the MERGE, for the enabled members.
+    assert "hashcdc.refuse_mass_deletes(this, {'orders': 0.5, 'regions': 0.2})" in state
+    # Retention is each member's own; a member without one keeps every date.
+    assert (
+        "hashcdc.delete_expired_dates(this, {'regions': 30})" in files["models/crm/crm_history.sql"]
+    )
+    assert "delete_expired_dates" not in files["python_models/stg_crm.yml"]
     assert (
         "['amount', 'decimal_s2_1', 'decimal(10,2)']"
         in files["models/crm/orders/orders_current.sql"]

@@ -42,6 +42,7 @@ from hashcdc.pipeline.evolution.tables import (
     persisted_tables,
 )
 from hashcdc.pipeline.hashing import HASH_ALGORITHM_VERSION
+from hashcdc.relations import Relations
 from hashcdc.state.versions import (
     MICROS,
     TIMESTAMPS_PROPERTY,
@@ -79,6 +80,18 @@ def dated_tables(schema: str, table: TableConfig) -> list[str]:
         relations.rejects,
         *([relations.changelog] if table.changelog else []),
     ]
+
+
+def stored_tables(schema: str, table: TableConfig) -> list[str]:
+    """The tables a table's rows are stored in (what ``hashcdc compact`` compacts).
+
+    Its states and dated tables; a group member's, its group's state, history and rejects
+    (shared with its siblings).
+    """
+    if table.group is not None:
+        relations = Relations(table.group).in_schema(schema)
+        return [relations.state, relations.history, relations.rejects]
+    return state_tables(schema, table) + dated_tables(schema, table)
 
 
 def _swap_in_delta_copy(
