@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import overload
 
+# The column that names a row's member table in a group's stage, state and history.
+MEMBER_COLUMN = "table_name"
 STAGE_PREFIX = "stg_"
 STATE_SUFFIX = "_state"
 

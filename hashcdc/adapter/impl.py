@@ -25,11 +25,12 @@ from hashcdc.groups import outcomes
 from hashcdc.pipeline.session_stage import StageCounts, kept_counts, session_stage
 from hashcdc.runtime.sessions import thread_session
 from hashcdc.state.maintenance import compact_if_due, deletion_vectors_by_size
-from hashcdc.state.plan import DateCommand, plan_date, plan_of
+from hashcdc.state.plan import DateCommand, member_restores, plan_date, plan_of
 from hashcdc.state.versions import (
     applied_versions,
     commit_metadata_statement,
     restore,
+    restore_members,
 )
 
 # Listing a schema while another process replaces one of its tables: tries, then a
@@ -181,6 +182,29 @@ class HashcdcAdapter(SparkAdapter):
         return ""
 
     @available
+    def hashcdc_restore_members(
+        self, relation: BaseRelation, command: dict[str, Any], members: list[str]
+    ) -> str:
+        """Undo what a table group's date undoes first, member by member, in one commit.
+
+        Each member's own plan says (:func:`hashcdc.state.plan.member_restores`); its rows
+        are put back to its version, never the group's (:func:`restore_members`). Returns
+        what was undone, for the log ('' when nothing).
+        """
+        spark = self._session()
+        table = f"{relation.schema}.{relation.identifier}"
+        if not spark.catalog.tableExists(table):
+            return ""
+        undone = member_restores(spark, table, DateCommand.from_dict(command), members)
+        if not undone:
+            return ""
+        restore_members(spark, table, undone)
+        return f"{table}: " + ", ".join(
+            f"{m} {'emptied' if v is None else f'put back to version {v}'}"
+            for m, v in sorted(undone.items())
+        )
+
+    @available
     def hashcdc_restore_state(self, relation: BaseRelation, version: int) -> str:
         """Restore a state to ``version`` (:func:`hashcdc.state.versions.restore`); returns ''."""
         restore(self._session(), f"{relation.schema}.{relation.identifier}", version)
@@ -205,10 +229,17 @@ class HashcdcAdapter(SparkAdapter):
 
     @available
     def hashcdc_commit_metadata_statement(
-        self, business_date: str | None, reset: bool = False, micro_batch: bool = False
+        self,
+        business_date: str | None,
+        reset: bool = False,
+        micro_batch: bool = False,
+        members: list[str] | None = None,
     ) -> str:
-        """The ``set`` (or, without a date, ``reset``) of the next commits' ``userMetadata``."""
-        return commit_metadata_statement(business_date, reset, micro_batch)
+        """The ``set`` (or, without a date, ``reset``) of the next commits' ``userMetadata``.
+
+        ``members``: a table group's, the members whose date the commit applies.
+        """
+        return commit_metadata_statement(business_date, reset, micro_batch, members)
 
     @property
     def default_python_submission_method(self) -> str:

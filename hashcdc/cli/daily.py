@@ -99,7 +99,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     project_dir, spark, log_dir = work.project_dir, work.spark, work.log_dir
     target = ["--target", args.target] if args.target else []
     with work.locked():
-        plan = replay_plan(spark, work.tables, args.from_date)
+        groups = {t.name: t.group for t in work.configs if t.group is not None}
+        plan = replay_plan(spark, work.tables, args.from_date, groups)
         if not plan:
             print(f"hashcdc replay: no processed date on or after {args.from_date}; nothing to do")
             return 0

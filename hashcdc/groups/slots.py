@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from hashcdc.column_types import Family, column_type, decimal_scale, normalize_type
 
-# The column that names a row's member table in a group's stage, state and history.
-MEMBER_COLUMN = "table_name"
+# The column that names a row's member (re-exported: the groups' modules name it here).
+from hashcdc.relations import MEMBER_COLUMN as MEMBER_COLUMN
 
 _SLOT_TYPES = {
     Family.TEXT: "string",

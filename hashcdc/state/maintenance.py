@@ -30,8 +30,10 @@ from hashcdc.state.versions import (
     applied_versions,
     commit_date,
     effective_commits,
+    group_members,
     is_delta,
     json_object,
+    member_applied_versions,
     table_history,
     table_properties,
     table_size,
@@ -61,16 +63,40 @@ def _commit_times(spark: Any, table: str) -> dict[int, dt.datetime]:
     return {int(row["version"]): row["timestamp"] for row in rows}
 
 
+def _oldest_kept(spark: Any, table: str, kept_dates: int) -> tuple[int, str] | None:
+    """The oldest version and date the latest ``kept_dates`` dates need (None: all kept).
+
+    A table group's state: each member keeps its own latest dates (a member rerun or
+    replayed alone has versions its siblings do not), so the version is the oldest any
+    member needs and the date the latest of the members' oldest kept ones: a date before
+    it may have lost a member's files, and none is read after it.
+    """
+    members = group_members(table_properties(spark, table))
+    if not members:
+        applied = applied_versions(spark, table)
+        if len(applied) <= kept_dates:
+            return None
+        return applied[-kept_dates].version, applied[-kept_dates].business_date
+    by_member = [a for a in member_applied_versions(spark, table, members).values() if a]
+    cut = [applied[-kept_dates] for applied in by_member if len(applied) > kept_dates]
+    if not cut:
+        return None
+    needed = [
+        applied[-kept_dates] if len(applied) > kept_dates else applied[0] for applied in by_member
+    ]
+    return min(a.version for a in needed), max(a.business_date for a in cut)
+
+
 def retain(spark: Any, table: str, kept_dates: int) -> str | None:
     """Remove the files only versions older than the latest ``kept_dates`` dates need.
 
     Returns the oldest date kept (None when the table holds no more dates than that).
     """
-    applied = applied_versions(spark, table)
-    if len(applied) <= kept_dates:
+    oldest_kept = _oldest_kept(spark, table, kept_dates)
+    if oldest_kept is None:
         return None
-    oldest_kept = applied[-kept_dates]
-    committed = _commit_times(spark, table)[oldest_kept.version]
+    oldest_version, oldest_date = oldest_kept
+    committed = _commit_times(spark, table)[oldest_version]
     now = dt.datetime.now(committed.tzinfo) if committed.tzinfo else dt.datetime.now()
     # Whole hours, one more than needed: a file the oldest kept version reads is kept.
     hours = max(0, math.ceil((now - committed).total_seconds() / 3600) + 1)
@@ -80,11 +106,8 @@ def retain(spark: Any, table: str, kept_dates: int) -> str | None:
         spark.sql(f"vacuum {table} retain {hours} hours").collect()
     finally:
         spark.conf.set(RETENTION_CHECK, previous)
-    spark.sql(
-        f"alter table {table} set tblproperties "
-        f"('{KEPT_SINCE_PROPERTY}' = '{oldest_kept.business_date}')"
-    )
-    return oldest_kept.business_date
+    spark.sql(f"alter table {table} set tblproperties ('{KEPT_SINCE_PROPERTY}' = '{oldest_date}')")
+    return oldest_date
 
 
 def compact(spark: Any, table: str, kept_dates: int) -> Compacted | None:

@@ -31,7 +31,13 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from hashcdc.state.versions import DateVersion, applied_versions, same_shape_at, version_before
+from hashcdc.state.versions import (
+    DateVersion,
+    applied_versions,
+    member_applied_versions,
+    same_shape_at,
+    version_before,
+)
 
 
 class Mode(StrEnum):
@@ -212,6 +218,29 @@ def plan_date(
         prior_version=on_top_of.last_version if on_top_of is not None else None,
         refusal=_refusal(command, latest, table_name),
     )
+
+
+def member_restores(
+    spark: Any, state: str, command: DateCommand, members: Sequence[str]
+) -> dict[str, int | None]:
+    """What a table group's date undoes first, member by member.
+
+    Member -> the version its rows are put back to (None: it has no date before, its rows
+    are removed).
+
+    Each member's own plan decides, from the dates it holds (its rerun, replay or refusal
+    alone makes them part from its siblings'); a member whose plan undoes nothing is left
+    out. The group's one plan decides the rest (the mode, what the diff reads).
+    """
+    applied = member_applied_versions(spark, state, members)
+    undone: dict[str, int | None] = {}
+    for member in members:
+        plan = plan_date(
+            command, applied[member], lambda version: same_shape_at(spark, state, version), member
+        )
+        if plan.restores is not None or plan.empties:
+            undone[member] = plan.restores
+    return undone
 
 
 def plan_of(spark: Any, state: str | None, command: DateCommand, table_name: str = "") -> DatePlan:

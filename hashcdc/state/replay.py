@@ -17,20 +17,30 @@ from typing import Any
 
 from hashcdc.errors import HashcdcError
 from hashcdc.relations import Relations
-from hashcdc.state.versions import applied_versions
+from hashcdc.state.versions import applied_versions, member_applied_versions
 
 
 def _relation_exists(spark: Any, name: str) -> bool:
     return bool(spark.catalog.tableExists(name))
 
 
-def processed_dates(spark: Any, table: str) -> tuple[list[str], list[str]]:
-    """(dates the state can be restored to, all processed dates) of a table, ascending."""
-    names = Relations(table)
-    state, history = names.state, names.history
+def processed_dates(
+    spark: Any, table: str, group: str | None = None
+) -> tuple[list[str], list[str]]:
+    """(dates the state can be restored to, all processed dates) of a table, ascending.
+
+    ``group``: the table group the table is a member of; its dates are its own in the
+    group's state (a member replayed or rerun alone has dates its siblings do not).
+    """
+    state, history = Relations(group or table).state, Relations(table).history
     if not _relation_exists(spark, state):
         return [], []
-    snapshots = [applied.business_date for applied in applied_versions(spark, state)]
+    applied = (
+        member_applied_versions(spark, state, [table])[table]
+        if group
+        else applied_versions(spark, state)
+    )
+    snapshots = [a.business_date for a in applied]
     dates = set(snapshots)
     if _relation_exists(spark, history):
         dates |= {
@@ -40,8 +50,12 @@ def processed_dates(spark: Any, table: str) -> tuple[list[str], list[str]]:
     return snapshots, sorted(dates)
 
 
-def replay_plan(spark: Any, tables: list[str], from_date: str) -> dict[str, list[str]]:
+def replay_plan(
+    spark: Any, tables: list[str], from_date: str, groups: dict[str, str] | None = None
+) -> dict[str, list[str]]:
     """Business date -> the tables to re-run for it, for every processed date >= from_date.
+
+    ``groups``: each table group member's group.
 
     Raises
     ------
@@ -51,7 +65,7 @@ def replay_plan(spark: Any, tables: list[str], from_date: str) -> dict[str, list
     """
     plan: dict[str, list[str]] = {}
     for table in tables:
-        snapshots, dates = processed_dates(spark, table)
+        snapshots, dates = processed_dates(spark, table, (groups or {}).get(table))
         replayed = [d for d in dates if d >= from_date]
         if not replayed:
             continue

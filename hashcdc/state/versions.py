@@ -17,6 +17,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -24,7 +25,7 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from hashcdc.errors import HashcdcError
-from hashcdc.relations import is_state
+from hashcdc.relations import MEMBER_COLUMN, is_state
 
 BUSINESS_DATE_KEY = "hashcdc_business_date"
 # The oldest date whose version retention keeps (hashcdc.state.maintenance).
@@ -37,6 +38,12 @@ RESET_KEY = "hashcdc_reset"
 # On a commit of ``hashcdc stream``: a micro-batch applied on top of the date's earlier
 # commits; the date stays open until a whole-date run closes it (docs/streaming.md).
 MICRO_BATCH_KEY = "hashcdc_micro_batch"
+# On a commit of a table group's state: the members whose date it applies (a commit
+# without it applies every member's: a table's own state, or an earlier release's).
+MEMBERS_KEY = "hashcdc_members"
+# On the commit that undoes a date for some of a group's members (a member's rerun or
+# replay): each member -> the version its rows were put back to (-1: none, emptied).
+RESTORES_KEY = "hashcdc_restores"
 # The session setting whose value Delta records as each commit's ``userMetadata``.
 COMMIT_METADATA_SETTING = "spark.databricks.delta.commitInfo.userMetadata"
 
@@ -108,26 +115,41 @@ class DateVersion:
     first_version: int | None = None
 
 
-def commit_metadata(business_date: str, reset: bool = False, micro_batch: bool = False) -> str:
+def commit_metadata(
+    business_date: str,
+    reset: bool = False,
+    micro_batch: bool = False,
+    members: Sequence[str] | None = None,
+) -> str:
     """The ``userMetadata`` of a commit that applies ``business_date`` (or resets the table).
 
     ``micro_batch``: a commit of the stream, on top of the date's earlier commits.
+    ``members``: a table group's, the members whose date the commit applies.
     """
     document: dict[str, Any] = {BUSINESS_DATE_KEY: business_date}
     if reset:
         document[RESET_KEY] = True
     if micro_batch:
         document[MICRO_BATCH_KEY] = True
+    if members is not None:
+        document[MEMBERS_KEY] = sorted(members)
+    return _json(document)
+
+
+def _json(document: dict[str, Any]) -> str:
     return json.dumps(document, sort_keys=True, separators=(",", ":"))
 
 
 def commit_metadata_statement(
-    business_date: str | None, reset: bool = False, micro_batch: bool = False
+    business_date: str | None,
+    reset: bool = False,
+    micro_batch: bool = False,
+    members: Sequence[str] | None = None,
 ) -> str:
     """The SQL that makes the session's next commits apply ``business_date`` (None: no date)."""
     if business_date is None:
         return f"reset {COMMIT_METADATA_SETTING}"
-    metadata = commit_metadata(business_date, reset, micro_batch)
+    metadata = commit_metadata(business_date, reset, micro_batch, members)
     return f"set {COMMIT_METADATA_SETTING} = {metadata}"
 
 
@@ -145,21 +167,37 @@ def json_object(text: str | None) -> dict[str, Any]:
     return document if isinstance(document, dict) else {}
 
 
-def effective_commits(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def effective_commits(
+    history: list[dict[str, Any]], member: str | None = None
+) -> list[dict[str, Any]]:
     """The commits whose effect a table holds now, in order (``describe history`` rows).
 
     A ``RESTORE`` undoes the commits after the version it restores; a reset commit (a
     first date run again, which empties the table) undoes every commit before it.
+    ``member``: of a table group's state, the commits whose effect the member's rows hold:
+    a commit that names its members applies only theirs, and a members' restore puts each
+    member it names back to its own version (no ``RESTORE``: its siblings keep theirs).
     """
     effective: list[dict[str, Any]] = []
     for commit in sorted(history, key=lambda row: int(row["version"])):
+        metadata = json_object(commit.get("userMetadata"))
+        restores = metadata.get(RESTORES_KEY) if member is not None else None
         if commit.get("operation") == "RESTORE":
             restored = int((commit.get("operationParameters") or {}).get("version", -1))
             effective = [c for c in effective if int(c["version"]) <= restored]
-        elif json_object(commit.get("userMetadata")).get(RESET_KEY):
+        elif isinstance(restores, dict) and member in restores:
+            effective = [c for c in effective if int(c["version"]) <= int(restores[member])]
+        elif metadata.get(RESET_KEY) and _applies_to(metadata, member):
             effective = []
-        effective.append(commit)
+        if _applies_to(metadata, member):
+            effective.append(commit)
     return effective
+
+
+def _applies_to(metadata: dict[str, Any], member: str | None) -> bool:
+    """Whether a commit (its ``userMetadata``) is one of ``member``'s (None: any)."""
+    members = metadata.get(MEMBERS_KEY)
+    return member is None or not isinstance(members, list) or member in members
 
 
 def commit_date(commit: dict[str, Any]) -> str | None:
@@ -170,15 +208,18 @@ def commit_date(commit: dict[str, Any]) -> str | None:
     return str(metadata[BUSINESS_DATE_KEY])
 
 
-def applied_from_history(history: list[dict[str, Any]]) -> list[DateVersion]:
+def applied_from_history(
+    history: list[dict[str, Any]], member: str | None = None
+) -> list[DateVersion]:
     """The dates a table holds, from its commits (``describe history`` rows, any order).
 
     The stream's micro-batches of a date are one entry: its version is the latest of
-    them, and the date is open (no whole-date run closed it since).
+    them, and the date is open (no whole-date run closed it since). ``member``: the dates
+    a table group's member holds (:func:`effective_commits`).
     """
     # (first version, version, date, micro-batch): the first ends the date before.
     applied: list[tuple[int, int, str, bool]] = []
-    for commit in effective_commits(history):
+    for commit in effective_commits(history, member):
         date = commit_date(commit)
         if date is None:
             continue
@@ -189,7 +230,7 @@ def applied_from_history(history: list[dict[str, Any]]) -> list[DateVersion]:
             first = applied.pop()[0]
         applied.append((first, version, date, batch))
     latest = max((int(row["version"]) for row in history), default=-1)
-    ends = [first - 1 for first, _, _, _ in applied[1:]] + [latest]
+    ends = [first - 1 for first, _, _, _ in applied[1:]] + ([latest] if applied else [])
     return [
         DateVersion(
             version, date, end, is_open=batch, first_version=first if first < version else None
@@ -222,6 +263,78 @@ def applied_versions(spark: Any, table: str) -> list[DateVersion]:
     if location is not None and mark is not None and _HISTORY.get(table, location, mark):
         _APPLIED.put(table, location, mark, answer)
     return answer
+
+
+def member_applied_versions(
+    spark: Any, table: str, members: Sequence[str]
+) -> dict[str, list[DateVersion]]:
+    """The dates each member of a table group holds in the group's state ``table``.
+
+    Members' dates part ways when one is rerun, replayed or refused alone: each member's
+    are read from the commits that applied its date (:func:`effective_commits`), with the
+    group's retention (``hashcdc.kept_since``) as a table's.
+    """
+    history = table_history(spark, table)
+    if history is None:
+        return {member: [] for member in members}
+    kept_since = table_properties(spark, table).get(KEPT_SINCE_PROPERTY)
+    return {
+        member: [
+            a
+            for a in applied_from_history(history, member)
+            if not kept_since or a.business_date >= kept_since
+        ]
+        for member in members
+    }
+
+
+def restore_members(spark: Any, table: str, restores: dict[str, int | None]) -> None:
+    """Put some members of a table group's state back to their own versions, in one commit.
+
+    ``restores``: member -> the version its rows are read from (None: it has none, its
+    rows are removed). Never a ``RESTORE``: the other members' rows stay as they are. The
+    rows of a version are read with the columns of now (a slot added since is null), and
+    the commit records each member's version (:data:`RESTORES_KEY`) for
+    :func:`effective_commits`.
+    """
+    by_version: dict[int, list[str]] = {}
+    for member, version in sorted(restores.items()):
+        if version is not None:
+            by_version.setdefault(version, []).append(member)
+    source = _members_at(spark, table, by_version) or f"select * from {table} where false"
+    metadata = _json({RESTORES_KEY: {m: -1 if v is None else v for m, v in restores.items()}})
+    spark.sql(f"set {COMMIT_METADATA_SETTING} = {metadata}")
+    try:
+        of_members = _of_members(list(restores))
+        spark.sql(f"insert into {table} replace where {of_members} {source}")
+    finally:
+        spark.sql(f"reset {COMMIT_METADATA_SETTING}")
+
+
+def _members_at(spark: Any, table: str, by_version: dict[int, list[str]]) -> str:
+    """A select of a group's members' rows, each at its version ('' when there are none).
+
+    Read with the columns of now: a slot added since a version is null in its rows.
+    """
+    columns = spark.table(table).schema
+    selects = []
+    for version, members in sorted(by_version.items()):
+        had = {f.name for f in spark.sql(f"select * from {table} version as of {version}").schema}
+        listed = ", ".join(
+            f"`{f.name}`"
+            if f.name in had
+            else f"cast(null as {f.dataType.simpleString()}) as `{f.name}`"
+            for f in columns
+        )
+        selects.append(
+            f"select {listed} from {table} version as of {version} where {_of_members(members)}"
+        )
+    return " union all ".join(selects)
+
+
+def _of_members(members: Sequence[str]) -> str:
+    """The condition that keeps a group's rows to ``members``."""
+    return f"{MEMBER_COLUMN} in (" + ", ".join(f"'{m}'" for m in sorted(members)) + ")"
 
 
 def table_history(spark: Any, table: str) -> list[dict[str, Any]] | None:
@@ -409,12 +522,7 @@ def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -
         if table.tableType == "VIEW":
             views.append(table.name)
         elif is_state(table.name) and is_delta(spark, qualified):
-            applied = version_as_of(applied_versions(spark, qualified), business_date)
-            shadowed[table.name] = (
-                f"select * from {qualified} version as of {applied.last_version}"
-                if applied
-                else f"select * from {qualified} where false"
-            )
+            shadowed[table.name] = _state_as_of(spark, qualified, business_date)
         elif "business_date" in {c.name for c in spark.catalog.listColumns(qualified)}:
             shadowed[table.name] = (
                 f"select * from {qualified} where business_date <= date'{business_date}'"
@@ -430,6 +538,35 @@ def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -
         texts[name] = text
     _create_in_order(spark, texts)
     return sorted([*shadowed, *views])
+
+
+def _state_as_of(spark: Any, state: str, business_date: str) -> str:
+    """The select of a state as it was after ``business_date``.
+
+    A table group's: each member's rows at its own version for the date (one select when
+    they share it; a member rerun or replayed alone has versions its siblings do not).
+    """
+    members = group_members(table_properties(spark, state))
+    if not members:
+        applied = version_as_of(applied_versions(spark, state), business_date)
+        if applied is None:
+            return f"select * from {state} where false"
+        return f"select * from {state} version as of {applied.last_version}"
+    by_version: dict[int, list[str]] = {}
+    for member, applied in member_applied_versions(spark, state, members).items():
+        found = version_as_of(applied, business_date)
+        if found is not None:
+            by_version.setdefault(found.last_version, []).append(member)
+    if len(by_version) == 1:
+        [(version, _)] = by_version.items()
+        return f"select * from {state} version as of {version}"
+    return _members_at(spark, state, by_version) or f"select * from {state} where false"
+
+
+def group_members(properties: dict[str, str]) -> list[str]:
+    """A table group's members, from its state's slot map (``hashcdc.slots``); [] for a table."""
+    value = properties.get(SLOTS_PROPERTY, "")
+    return sorted({entry.split(":", 1)[0] for entry in value.split(";") if ":" in entry})
 
 
 def _create_in_order(spark: Any, texts: dict[str, str]) -> None:

@@ -3,34 +3,36 @@
         Delta's userMetadata (hashcdc/state/versions.py). What the date's plan undoes
         first is undone here: a rerun or a replay restores the version of the date before
         it, or empties the table when there is none (date_plan: `restores`, `empties`);
-        a micro-batch and the run that closes an open date keep the date's commits. -#}
+        a micro-batch and the run that closes an open date keep the date's commits. A
+        table group's: each member the date runs by its own plan, its rows only, and the
+        commit names the members it applies. -#}
     {%- set plan = hashcdc.date_plan(state) -%}
+    {%- set members = hashcdc.group_members_run(config.get('meta', {}).get('hashcdc_table_name'))
+        if config.get('hashcdc_group') else none -%}
     {%- if execute and hashcdc._is_writing_command() and load_relation(state) is not none -%}
-        {#- A table group's: only the rows of the members the date runs, never a RESTORE
-            that would undo a sibling's date (one refused, held, or not selected). -#}
-        {%- set members = hashcdc.group_members_run(config.get('meta', {}).get('hashcdc_table_name'))
-            if config.get('hashcdc_group') else none -%}
-        {%- set of_members = ' where' ~ hashcdc._of_members(members, first=true) if members is not none else '' -%}
-        {%- if plan.restores is not none and members is not none -%}
-            {#- A commit of no date: the log keeps every date it held (a reset would not). -#}
-            {%- do run_query(adapter.hashcdc_commit_metadata_statement(none)) -%}
-            {%- do run_query(
-                'insert into ' ~ state ~ ' replace' ~ of_members
-                ~ ' select * from ' ~ state ~ ' version as of ' ~ plan.restores ~ of_members) -%}
+        {%- if members is not none -%}
+            {#- Never a RESTORE, which would undo a sibling's date (one refused, held, or
+                not selected), and never a reset: the log keeps every date it held. -#}
+            {%- set undone = adapter.hashcdc_restore_members(state, hashcdc.date_command(), members) -%}
+            {%- if undone -%}
+                {{ log(undone, info=true) }}
+            {%- endif -%}
         {%- elif plan.restores is not none -%}
             {%- do adapter.hashcdc_restore_state(state, plan.restores) -%}
         {%- elif plan.empties -%}
             {%- do run_query(hashcdc._commit_metadata_setting(plan.business_date, reset=true)) -%}
-            {%- do run_query('delete from ' ~ state ~ of_members) -%}
+            {%- do run_query('delete from ' ~ state) -%}
         {%- endif -%}
     {%- endif -%}
-    {{ return(hashcdc._commit_metadata_setting(plan.business_date, micro_batch=plan.micro_batch)) }}
+    {{ return(hashcdc._commit_metadata_setting(
+        plan.business_date, micro_batch=plan.micro_batch, members=members)) }}
 {% endmacro %}
 
 
-{% macro _commit_metadata_setting(business_date, reset=false, micro_batch=false) %}
-    {#- The `set` statement that tags the session's next Delta commits with the date. -#}
-    {{ return(adapter.hashcdc_commit_metadata_statement(business_date, reset, micro_batch)) }}
+{% macro _commit_metadata_setting(business_date, reset=false, micro_batch=false, members=none) %}
+    {#- The `set` statement that tags the session's next Delta commits with the date (and,
+        a table group's, the members whose date they apply). -#}
+    {{ return(adapter.hashcdc_commit_metadata_statement(business_date, reset, micro_batch, members)) }}
 {% endmacro %}
 
 

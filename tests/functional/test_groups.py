@@ -305,6 +305,26 @@ def test_a_group_of_four_tables_over_three_dates(
     operations = [r["operation"] for r in project.rows(f"describe history {GROUP}_state limit 3")]
     assert "RESTORE" not in operations, operations
 
+    # One member replayed alone (its D2 and D3 computed again), then a sibling's latest
+    # date rerun alone: each member is put back to its own version of the date before
+    # (the replay's commits are the replayed member's only), so regions' D3 is computed
+    # from its D2 again, and a member as of D2 reads its own D2 rows.
+    regions_d3 = _counts(project, D3)["regions"]
+    code, out = _run(project, capsys, "replay", "--from", D2, "--select", "orders")
+    assert code == 0, out[-3000:]
+    assert "recomputed 2024-05-02, 2024-05-03" in out, out[-3000:]
+    assert _counts(project, D2)["orders"] == (3, 1, 1, 0, 0, 1, 1, "warn")
+    assert _counts(project, D3)["orders"][:7] == (3, 0, 0, 1, 0, 0, 2)
+    code, out = _run(project, capsys, "run", "--date", D3, "--select", "regions")
+    assert code == 0, out[-3000:]
+    assert _counts(project, D3)["regions"] == regions_d3
+    assert regions_d3[:7] == (3, 0, 1, 0, 0, 0, 2)
+    code, out = _run(
+        project, capsys, "query", "--as-of", D2, "select code, label from regions_current"
+    )
+    assert code == 0, out
+    assert sorted(out.strip().splitlines()[-2:]) == ["eu,Europe", "us,United States"]
+
     # Retention per member, in the group's one history and rejects: customers keeps one
     # day of history before the date, orders one day of rejects; the others keep all.
     def dates_of(relation: str) -> set[str]:

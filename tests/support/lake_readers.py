@@ -11,7 +11,8 @@ without Spark": `current` is rebuilt from the state with its own property
 
 A table of a group (``member`` in the request) is read from its group's state and history
 by the documented filter: its rows (``table_name``), its columns from the slots the
-state's ``hashcdc.slots`` property names, and its own W row.
+state's ``hashcdc.slots`` property names, its own W row, and its own dates' versions (the
+commits that name it).
 
 Values are printed as ``str()`` of Python's (UTC, naive timestamps; null as ''), the form
 ``hashcdc query`` prints, so the test compares text with text.
@@ -191,7 +192,7 @@ def read(request: dict[str, Any]) -> dict[str, Any]:
     configuration = log.metadata().configuration
     untouched = configuration[UNTOUCHED_PROPERTY]
     member = Member.of(configuration, request["member"]) if request.get("member") else None
-    applied = applied_from_history(log.history())
+    applied = applied_from_history(log.history(), member.name if member else None)
     found: dict[str, Any] = {"versions": {a.business_date: a.last_version for a in applied}}
     for reader in (Duck(member), Polars(member), DeltaRs(member)):
         reads = {

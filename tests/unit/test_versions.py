@@ -11,6 +11,7 @@ from typing import Any
 from hashcdc.state.maintenance import COMPACTED_THROUGH_PROPERTY, dates_since_compaction
 from hashcdc.state.versions import (
     KEPT_SINCE_PROPERTY,
+    RESTORES_KEY,
     DateVersion,
     _LogCache,
     applied_from_history,
@@ -57,6 +58,46 @@ def test_a_restore_and_a_reset_undo_the_dates_after_them() -> None:
     assert [a.business_date for a in applied_from_history(restored)] == ["2024-01-01"]
     reset = [*restored, date_commit(3, "2024-01-01", reset=True), date_commit(4, "2024-01-01")]
     assert applied_from_history(reset) == [DateVersion(4, "2024-01-01", 4)]
+
+
+def member_commit(version: int, business_date: str, *members: str) -> dict[str, Any]:
+    return {
+        "version": version,
+        "operation": "MERGE",
+        "userMetadata": commit_metadata(business_date, members=members),
+    }
+
+
+def members_restore(version: int, **to: int) -> dict[str, Any]:
+    metadata = json.dumps({RESTORES_KEY: to})
+    return {"version": version, "operation": "WRITE", "userMetadata": metadata}
+
+
+def test_a_group_members_dates_are_the_commits_that_name_it() -> None:
+    # Day 1 and 2 of a and b; a's day 2 replayed alone (put back to version 0, applied
+    # again), then b's day 2 rerun alone: b's date before is still version 0's day 1.
+    history = [
+        member_commit(0, "2024-01-01", "a", "b"),
+        member_commit(1, "2024-01-02", "a", "b"),
+        members_restore(2, a=0),
+        member_commit(3, "2024-01-02", "a"),
+    ]
+    assert applied_from_history(history, "a") == [
+        DateVersion(0, "2024-01-01", 2),
+        DateVersion(3, "2024-01-02", 3),
+    ]
+    assert applied_from_history(history, "b") == [
+        DateVersion(0, "2024-01-01", 0),
+        DateVersion(1, "2024-01-02", 3),
+    ]
+    # Emptied (-1): the member's every date is undone, its siblings' are not.
+    emptied = [*history, members_restore(4, b=-1)]
+    assert applied_from_history(emptied, "b") == []
+    assert [a.business_date for a in applied_from_history(emptied, "a")] == [
+        "2024-01-01", "2024-01-02",
+    ]  # fmt: skip
+    # A commit without the list (an earlier release's) applies every member's date.
+    assert [a.version for a in applied_from_history([date_commit(0, "2024-01-01")], "a")] == [0]
 
 
 def test_micro_batches_of_a_date_are_one_open_date_until_a_whole_date_run() -> None:
