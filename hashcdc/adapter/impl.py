@@ -22,6 +22,7 @@ from hashcdc.adapter.python_submissions import SessionPythonJobHelper
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 from hashcdc.groups import outcomes
+from hashcdc.groups.evolution import member_shape_changes
 from hashcdc.pipeline.session_stage import StageCounts, kept_counts, session_stage
 from hashcdc.runtime.sessions import thread_session
 from hashcdc.state.maintenance import compact_if_due, deletion_vectors_by_size
@@ -31,6 +32,7 @@ from hashcdc.state.versions import (
     commit_metadata_statement,
     restore,
     restore_members,
+    table_properties,
 )
 
 # Listing a schema while another process replaces one of its tables: tries, then a
@@ -172,6 +174,17 @@ class HashcdcAdapter(SparkAdapter):
     def hashcdc_refused_members(self, group: str, business_date: str) -> dict[str, str]:
         """The members a group's stage refused for the date, each with why."""
         return outcomes.refused(group, parse_business_date(business_date))
+
+    @available
+    def hashcdc_member_shape_changes(
+        self, relation: BaseRelation, members: list[str]
+    ) -> dict[str, dict[str, Any]]:
+        """A group's members' shape changes, from its state (:func:`member_shape_changes`)."""
+        spark = self._session()
+        table = f"{relation.schema}.{relation.identifier}"
+        if not spark.catalog.tableExists(table):
+            return {}
+        return member_shape_changes(table_properties(spark, table), members)
 
     @available
     def hashcdc_refuse_member(

@@ -25,6 +25,7 @@ from hashcdc.config import TableConfig
 from hashcdc.dates import parse_business_date
 from hashcdc.errors import InputDataError
 from hashcdc.groups import outcomes
+from hashcdc.groups.evolution import evolve_group
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
 from hashcdc.pipeline.columns import HASH_COLUMNS, REJECT_DETAIL_COLUMNS, ROW_ERRORS, SOURCE_FILE
@@ -71,16 +72,20 @@ def group_stage(
     group_data: dict[str, Any],
     business_date: Any,
     command: dict[str, Any] | None = None,
+    schema: str | None = None,
 ) -> DataFrame:
     """The stage DataFrame of the members a group's date runs (enabled, not held).
 
     A member whose extract cannot be read is refused (recorded, left out); when every
-    member is, the date stops, naming each (nothing is written).
+    member is, the date stops, naming each (nothing is written). ``schema``: the group's
+    tables are first brought to its members' columns (:func:`evolve_group`).
     """
     group = Group.from_dict(group_data)
     date = parse_business_date(business_date)
-    slot_map = group.slot_map
     outcomes.start(group.name, date)
+    if schema:
+        group = evolve_group(spark, schema, group, date)
+    slot_map = group.slot_map
     names = outcomes.members_run(group.name, date, [m.name for m in group.enabled_members])
     members = [m for m in group.enabled_members if m.name in names]
     if not members:

@@ -27,6 +27,9 @@
 {%- set incoming = hashcdc.stage_relation(incoming) -%}
 {%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
+{#- A group's: each member's own (the columns added to it: hashcdc/groups/evolution.py). -#}
+{%- set member_changes = adapter.hashcdc_member_shape_changes(this, members | list)
+    if members is not none and previous_date is not none and execute else {} -%}
 {%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}
 {%- set member = 'table_name' if members is not none else none -%}
 with
@@ -125,7 +128,16 @@ reshaped as (
     select
         compared.*,
         incoming_nonkeyhash != previous_nonkeyhash
+        {%- if member_changes %}
+        and case {{ member }}
+            {%- for name, changes in member_changes.items() %}
+            when '{{ name }}' then {{ hashcdc.only_shape_differs('incoming_row', changes, business_date) }}
+            {%- endfor %}
+            else false
+        end
+        {%- else %}
         and {{ hashcdc.only_shape_differs('incoming_row', shape_changes, business_date) }}
+        {%- endif %}
             as is_reshaped
     from compared
 ),

@@ -1,12 +1,14 @@
 """A table group through `hashcdc run`: several tables, one stage, one diff, one commit a date.
 
-Four tables of different shapes share group `crm`. Over three dates they get inserts,
+Four tables of different shapes share group `crm`. Over four dates they get inserts,
 updates, deletes, a rejected row, a missing extract, one of too many rejects and a
 truncated one the delete guard refuses (each member refused, named, its previous state
 kept, while its siblings are committed), a paused member, a rerun of the group's date and
-one of a member's alone; each member reads as its own tables (`<t>_current`, `_history`,
-`_scd2`, `_rejects`, `--as-of`), with the values and types of its own config. The
-expected rows are written out here, never computed by the code under test.
+one of a member's alone, a member replayed alone, retention per member, `hashcdc
+compact`, a column appended to one member; each member reads as its own tables
+(`<t>_current`, `_history`, `_scd2`, `_rejects`, `--as-of`), with the values and types of
+its own config. The expected rows are written out here, never computed by the code
+under test.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from hashcdc.cli import main
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
 
-D1, D2, D3 = "2024-05-01", "2024-05-02", "2024-05-03"
+D1, D2, D3, D4 = "2024-05-01", "2024-05-02", "2024-05-03", "2024-05-04"
 GROUP = "crm"
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -130,7 +132,7 @@ def _counts(project: Any, date: str) -> dict[str, tuple[int, ...]]:
     return {r.pop("table_name"): tuple(r.values()) for r in rows}
 
 
-def test_a_group_of_four_tables_over_three_dates(
+def test_a_group_of_four_tables_over_four_dates(
     project: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _configure(project, {name: _config(name) for name in CONFIGS})
@@ -388,6 +390,48 @@ def test_a_group_of_four_tables_over_three_dates(
         },
     )
     assert_readers_agree(found, expected)
+
+    # Day four: a column appended to one member's config (no `added:`) takes a new slot;
+    # its first date is inferred and recorded, its rows that differ only by it are no
+    # updates, and the member's views have it with its type.
+    joined = {"name": "joined", "type": "timestamp"}
+    customers = _config("customers")
+    customers["columns"] = [*CONFIGS["customers"]["columns"], joined]
+    _configure(project, {"customers": customers})
+    project.write_csv(
+        f"landing/customers/{D4}/part.csv",
+        ["id", "name", "score", "joined"],
+        [[1, "alice", 1.75, "2024-01-02 10:00:00"], [2, "bobby", 2.0, ""],
+         [4, "dave", 4.5, ""], [5, "erin", 5.5, ""]],
+    )  # fmt: skip
+    for name in ("orders", "regions"):
+        project.write_csv(
+            f"landing/{name}/{D4}/part.csv",
+            [c["name"] for c in CONFIGS[name]["columns"]],
+            EXTRACTS[name][D3],
+        )
+    code, out = _run(project, capsys, "run", "--date", D4)
+    assert code == 0, out[-3000:]
+    assert "column(s) 'joined' first appear in the extract of 2024-05-04" in out, out[-3000:]
+    # Dave's score is the one update; the others differ by the added column only (N).
+    assert _counts(project, D4)["customers"] == (4, 0, 0, 1, 0, 0, 3, "success")
+    assert project.rows("select id, joined from customers_current where joined is not null") == [
+        {"id": 1, "joined": dt.datetime(2024, 1, 2, 10, 0)}
+    ]
+    assert project.rows(
+        f"select id, score from customers_history where business_date = '{D4}'"
+    ) == [{"id": 4, "score": 4.5}]
+    types = {
+        r["col_name"]: r["data_type"] for r in project.rows("describe table customers_current")
+    }
+    assert types["joined"] == "timestamp"
+    properties = {r["key"]: r["value"] for r in project.rows(f"show tblproperties {GROUP}_state")}
+    assert "customers:joined=timestamp_1" in properties["hashcdc.slots"]
+    assert properties["hashcdc.added.customers.joined"] == D4
+    # Before the column, the member reads as it was.
+    code, out = _run(project, capsys, "query", "--as-of", D3, "select id from customers_current")
+    assert code == 0, out
+    assert sorted(out.strip().splitlines()[-4:]) == ["1", "2", "4", "5"]
 
 
 def _location(project: Any, table: str) -> str:

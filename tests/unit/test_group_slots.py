@@ -10,6 +10,7 @@ import yaml
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs, parse_table_config
 from hashcdc.errors import ConfigError
+from hashcdc.groups.evolution import member_shape_changes, recorded_slots
 from hashcdc.groups.members import groups_of, stages_of
 from hashcdc.groups.slots import place, slot_type
 from hashcdc.runtime.project import table_selector
@@ -152,3 +153,21 @@ def test_a_group_generates_its_models_and_each_members_views(tmp_path: Path) -> 
     )
     assert list(groups_of(configs)) == ["crm"]
     assert table_selector(["orders", "regions"], stages_of(configs)) == ["--select", "stg_crm+"]
+
+
+def test_a_members_added_column_is_a_shape_change_of_its_slot() -> None:
+    properties = {
+        "hashcdc.slots": "orders:id=bigint_1;orders:joined=timestamp_1;regions:code=string_1",
+        "hashcdc.added.orders.joined": "2024-05-04",
+        "hashcdc.added.notes.text": "2024-05-01",  # a member not run: left out
+    }
+    assert recorded_slots(properties) == {
+        "orders": {"id": "bigint_1", "joined": "timestamp_1"},
+        "regions": {"code": "string_1"},
+    }
+    assert member_shape_changes(properties, ["orders", "regions"]) == {
+        "orders": {
+            "compared": ["bigint_1", "timestamp_1"],
+            "changed": {"timestamp_1": {"added": "2024-05-04"}},
+        }
+    }
