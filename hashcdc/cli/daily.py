@@ -68,6 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     runs = [DateRun(d, tuple(args.select or ()), extra) for d in dates]
     profile = functools.partial(_print_profile, project_dir, spark) if args.profile else None
     with work.locked():
+        work.join_groups(args.target)
         stops = build_dates(spark, project_dir, runs, log_dir, after_build=profile)
     report = executor_report(spark)
     if report:
@@ -99,6 +100,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     project_dir, spark, log_dir = work.project_dir, work.spark, work.log_dir
     target = ["--target", args.target] if args.target else []
     with work.locked():
+        work.join_groups(args.target)
         groups = {t.name: t.group for t in work.configs if t.group is not None}
         plan = replay_plan(spark, work.tables, args.from_date, groups)
         if not plan:

@@ -43,19 +43,28 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
-    """Bring an earlier release's tables to the current layout (Delta, INT64 timestamps)."""
+    """Bring an earlier release's tables to the current layout (Delta, INT64 timestamps).
+
+    A table whose config names a group and that ran on its own is taken into the group's
+    tables (:func:`hashcdc.pipeline.evolution.joining.join_group`), with its siblings.
+    """
     # deferred: Spark's modules load only for the commands that use them
+    from hashcdc.groups.members import groups_of
+    from hashcdc.pipeline.evolution.joining import join_group
     from hashcdc.pipeline.evolution.upgrade import upgrade_states
 
     project_dir = find_project_dir(args.project_dir)
     configs = load_table_configs(project_dir / "tables")
     names = set(args.select or [t.name for t in configs])
+    groups = [g for g in groups_of(configs).values() if any(m.name in names for m in g.members)]
+    names |= {m.name for g in groups for m in g.members}
     tables = [t for t in configs if t.name in names]
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
     schema = profile_output(project_dir, args.target)["schema"]
     with table_locks(spark, sorted(names)):
         upgraded = [name for t in tables for name in upgrade_states(spark, schema, t)]
+        upgraded += [name for g in groups for name in join_group(spark, schema, g, views=True)]
     print(
         f"hashcdc upgrade: {len(upgraded)} table(s) upgraded"
         if upgraded

@@ -41,6 +41,7 @@ from hashcdc.groups.slots import MEMBER_COLUMN
 from hashcdc.pipeline.columns import (
     EVENT_STAGE_COLUMNS,
     HASH_COLUMNS,
+    HISTORY_OWN_COLUMNS,
     NONKEYHASH,
     REJECTS_COLUMNS,
     SENSITIVE_HASH,
@@ -333,7 +334,7 @@ def _table_files(table: TableConfig) -> list[GeneratedFile]:
 # hashcdc's columns of a group's relations that a member's views keep as they are.
 MEMBER_TRAILING = {
     "current": ["keyhash", "nonkeyhash", "operation", "eff_start_date"],
-    "history": ["keyhash", "nonkeyhash", "operation", "eff_start_date", "business_date"],
+    "history": list(HISTORY_OWN_COLUMNS),
     "rejects": [c.name for c in REJECTS_COLUMNS],
 }
 

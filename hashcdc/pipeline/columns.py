@@ -92,6 +92,19 @@ STAGE_TRAILING_COLUMNS = (
     OwnColumn(BLOCK_START, LongType()),
     OwnColumn(ROW_ID, LongType()),
 )
+# hashcdc's columns of a state after the configured ones, as cdc_state's final select writes
+# them, and of a history, as history_changes' (a group that takes over a table's own tables
+# writes them: hashcdc.pipeline.evolution.joining; a member's history view keeps them).
+STATE_OWN_COLUMNS = (
+    KEYHASH,
+    NONKEYHASH,
+    "operation",
+    "eff_start_date",
+    "seen_date",
+    BUSINESS_DATE,
+    "operation_counts",
+)
+HISTORY_OWN_COLUMNS = (KEYHASH, NONKEYHASH, "operation", "eff_start_date", BUSINESS_DATE)
 REJECTS_COLUMNS = (
     OwnColumn("source_file", StringType()),
     OwnColumn("row_number", LongType()),

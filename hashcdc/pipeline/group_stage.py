@@ -29,6 +29,7 @@ from hashcdc.groups.evolution import evolve_group
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
 from hashcdc.pipeline.columns import HASH_COLUMNS, REJECT_DETAIL_COLUMNS, ROW_ERRORS, SOURCE_FILE
+from hashcdc.pipeline.evolution.joining import check_joined
 from hashcdc.pipeline.projections import built_once
 from hashcdc.pipeline.rejects import rejected_rows
 from hashcdc.pipeline.stage import typecast_and_hash
@@ -78,12 +79,14 @@ def group_stage(
 
     A member whose extract cannot be read is refused (recorded, left out); when every
     member is, the date stops, naming each (nothing is written). ``schema``: the group's
-    tables are first brought to its members' columns (:func:`evolve_group`).
+    date is refused while a member has tables of its own (:func:`check_joined`), and the
+    group's tables are brought to its members' columns (:func:`evolve_group`).
     """
     group = Group.from_dict(group_data)
     date = parse_business_date(business_date)
     outcomes.start(group.name, date)
     if schema:
+        check_joined(spark, schema, group)
         group = evolve_group(spark, schema, group, date)
     slot_map = group.slot_map
     names = outcomes.members_run(group.name, date, [m.name for m in group.enabled_members])

@@ -20,8 +20,9 @@ from typing import Any
 from hashcdc.codegen import generate
 from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.errors import HashcdcError
+from hashcdc.groups.members import groups_of
 from hashcdc.runtime.lock import table_locks
-from hashcdc.runtime.project import find_project_dir, spark_session
+from hashcdc.runtime.project import find_project_dir, profile_output, spark_session
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,23 @@ class Work:
     def locked(self) -> AbstractContextManager[Any]:
         """The active tables' locks, held while the block runs (:mod:`hashcdc.runtime.lock`)."""
         return table_locks(self.spark, self.tables)
+
+    def join_groups(self, target: str | None) -> list[str]:
+        """Take the active tables that ran on their own into the groups their configs name.
+
+        Before the command's first dbt invocation, which lists the schema's relations once
+        (:func:`hashcdc.pipeline.evolution.joining.join_group`); returns the tables taken.
+        """
+        # deferred: Spark's modules load only for the commands that use them
+        from hashcdc.pipeline.evolution.joining import join_group
+
+        schema = profile_output(self.project_dir, target)["schema"]
+        return [
+            name
+            for group in groups_of(self.configs).values()
+            if any(m.name in self.tables for m in group.members)
+            for name in join_group(self.spark, schema, group)
+        ]
 
 
 def prepare(

@@ -570,22 +570,24 @@ def group_members(properties: dict[str, str]) -> list[str]:
 
 
 def _create_in_order(spark: Any, texts: dict[str, str]) -> None:
-    """Create temporary views of which some read others, each once those exist.
+    """Create temporary views of which some read others, each after those it reads.
 
-    A table group's member views read the group's; as many rounds as needed.
+    A table group's member views read the group's. A temporary view binds each name it
+    reads when it is created: made before the view it reads, it would read the schema's
+    own (the session's current schema), as of now. ``texts`` name the views they read as
+    :func:`as_of_views` writes them (`` `name` ``).
     """
     left = dict(texts)
     while left:
-        failed: dict[str, str] = {}
-        error: Exception | None = None
-        for name, text in left.items():
-            try:
-                spark.sql(f"create or replace temporary view `{name}` as {text}")
-            except Exception as exc:  # noqa: BLE001 - a view it reads is not there yet
-                failed[name], error = text, exc
-        if len(failed) == len(left) and error is not None:
-            raise error
-        left = failed
+        ready = [
+            name
+            for name, text in left.items()
+            if not any(f"`{other}`" in text for other in left if other != name)
+        ]
+        if not ready:
+            raise HashcdcError(f"views that read each other: {', '.join(sorted(left))}")
+        for name in ready:
+            spark.sql(f"create or replace temporary view `{name}` as {left.pop(name)}")
 
 
 # A relation in a parsed plan's tree: ``'UnresolvedRelation [schema, name], [], false``.

@@ -444,3 +444,125 @@ def _query(project: Any, capsys: Any, sql: str, as_of: str | None = None) -> lis
     code, out = _run(project, capsys, "query", *dated, sql)
     assert code == 0, out
     return sorted(list(csv.reader(io.StringIO(out)))[1:])
+
+
+JOINING: dict[str, dict[str, Any]] = {
+    "accounts": {
+        "columns": [
+            {"name": "id", "type": "int", "key": True},
+            {"name": "name", "type": "string"},
+            {"name": "balance", "type": "decimal(10,2)"},
+        ],
+    },
+    "labels": {
+        "columns": [
+            {"name": "code", "type": "string", "key": True},
+            {"name": "text", "type": "string"},
+        ],
+    },
+    "ledgers": {
+        "columns": [
+            {"name": "id", "type": "bigint", "key": True},
+            {"name": "total", "type": "double"},
+        ],
+    },
+}
+JOINING_EXTRACTS: dict[str, dict[str, list[list[Any]]]] = {
+    "accounts": {
+        D1: [[1, "a", "1.00"], [2, "b", "2.00"], [3, "c", "3.00"]],
+        D2: [[1, "a", "1.50"], [2, "b", "2.00"], [4, "d", "4.00"]],
+        D3: [[1, "a", "1.50"], [2, "bb", "2.00"], [4, "d", "4.00"], [5, "e", "5.00"]],
+        D4: [[1, "a", "1.50"]],
+    },
+    "labels": {
+        D1: [["x", "ex"], ["y", "why"]],
+        D2: [["x", "ex"], ["y", "why"], ["z", "zed"]],
+        D3: [["x", "ex"], ["z", "zed"]],
+        D4: [["x", "ex"]],
+    },
+    "ledgers": {D1: [[1, 1.0]], D2: [[1, 2.0]], D3: [[1, 2.0]], D4: [[1, 2.0]]},
+}
+
+
+def _joining(project: Any, names: list[str], group: str | None) -> None:
+    _configure(
+        project,
+        {
+            name: {
+                "name": name,
+                "extract_type": "full",
+                **({"group": group} if group else {}),
+                "source": f"landing/{name}/{{business_date}}",
+                **JOINING[name],
+            }
+            for name in names
+        },
+    )
+
+
+def test_tables_that_ran_on_their_own_join_a_group(
+    project: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tables that ran two dates on their own are put in a group: they go on from there.
+
+    Their dates, history and rejects become the group's (a rerun of one of them restores
+    its rows of the date before from a joined commit; `--as-of` reads a date it ran on its
+    own); a table with dates of its own cannot join a group that has run dates already.
+    """
+    for name, dates in JOINING_EXTRACTS.items():
+        for date, rows in dates.items():
+            header = [c["name"] for c in JOINING[name]["columns"]]
+            project.write_csv(f"landing/{name}/{date}/part.csv", header, rows)
+    _joining(project, list(JOINING), None)
+    code, out = _run(project, capsys, "run", "--date", D1, D2)
+    assert code == 0, out[-3000:]
+
+    # The configs of two of them name group `books`: the next date joins them first.
+    _joining(project, ["accounts", "labels"], "books")
+    code, out = _run(project, capsys, "run", "--date", D3)
+    assert code == 0, out[-3000:]
+    assert "table 'accounts' joined group 'books': its dates (2024-05-01 to 2024-05-02)" in out
+    counts = _counts(project, D3)
+    # Only the date's own changes: the joined state is the date before, hashes and all.
+    assert counts["accounts"] == (4, 0, 1, 1, 0, 0, 2, "success")
+    assert counts["labels"] == (2, 0, 0, 0, 1, 0, 2, "success")
+    tables = {r["tableName"]: r["isTemporary"] for r in project.rows("show tables")}
+    assert not {"accounts_state", "labels_state"} & set(tables)
+    assert {"books_state", "books_history", "ledgers_state"} <= set(tables)
+    history = {
+        (r["id"], r["operation"], str(r["business_date"]))
+        for r in project.rows("select id, operation, business_date from accounts_history")
+    }
+    assert history == {
+        (1, "I", D1), (2, "I", D1), (3, "I", D1),
+        (1, "U", D2), (3, "D", D2), (4, "I", D2),
+        (2, "U", D3), (5, "I", D3),
+    }  # fmt: skip
+    # A date it ran on its own, read from the group's log.
+    code, out = _run(project, capsys, "query", "--as-of", D1, "select id from accounts_current")
+    assert code == 0, out
+    assert sorted(out.strip().splitlines()[-3:]) == ["1", "2", "3"], out
+
+    # One member's rerun puts its rows back to the joined commit of D2, its sibling's stay.
+    project.write_csv(
+        f"landing/accounts/{D3}/part.csv",
+        ["id", "name", "balance"],
+        [[1, "a", "1.50"], [2, "b", "2.00"], [4, "d", "4.00"]],
+    )
+    code, out = _run(project, capsys, "run", "--date", D3, "--select", "accounts")
+    assert code == 0, out[-3000:]
+    assert _counts(project, D3)["accounts"] == (3, 0, 0, 0, 0, 0, 3, "success")
+    assert _current(project, "accounts", "id, name") == {(1, "a"), (2, "b"), (4, "d")}
+    assert _current(project, "labels", "code") == {("x",), ("z",)}
+
+    # A table with dates of its own cannot join the group now: refused, nothing written.
+    _joining(project, ["accounts", "labels", "ledgers"], "books")
+    code, out = _run(project, capsys, "run", "--date", D4)
+    assert code != 0
+    said = " ".join(out.split())  # as wrapped for the terminal
+    assert "table 'ledgers' has run on its own (dates 2024-05-01 to 2024-05-03)" in said, said
+    assert "remove `group: books` from tables/ledgers.yml" in said
+    assert D4 not in {
+        str(r["business_date"]) for r in project.rows("select business_date from books_history")
+    }
+    assert project.rows("select id, total from ledgers_current") == [{"id": 1, "total": 2.0}]

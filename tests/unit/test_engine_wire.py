@@ -36,7 +36,8 @@ def _start(project: Path, idle_minutes: float) -> tuple[subprocess.Popen, Place]
     )
     place = Place.of(project.resolve())
     deadline = time.monotonic() + 30
-    while _connect(place) is None:
+    # The engine listens, then writes its record: both, or a test may read no pid.
+    while _connect(place) is None or not place.read_record():
         assert process.poll() is None, process.stderr.read() if process.stderr else ""
         assert time.monotonic() < deadline, "the fake engine did not start"
         time.sleep(0.05)

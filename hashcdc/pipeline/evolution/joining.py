@@ -1,0 +1,313 @@
+"""Tables that ran on their own, taken into the group their configs now name.
+
+A table that ran on its own has its own state, history and rejects (``<t>_state``,
+``<t>_history``, ``<t>_rejects``) and views over them. When its config gains ``group:``,
+the group's tables take them over before the group's first date (the group's stage calls
+:func:`join_group`; ``hashcdc upgrade`` does it for every group), so the table goes on
+from its latest date as if it had always been a member:
+
+- **its dates and versions**: each date its state holds becomes one commit of the group's
+  state that applies that date to the members that hold it (``hashcdc_members``), with
+  each member's rows as its own state held them then, on the group's slots. A member's
+  rerun, replay, ``--as-of`` and retention read these commits as any of the group's
+  (:func:`hashcdc.state.versions.effective_commits`);
+- **its history and rejects**: every date's rows, each naming its table;
+- **what its state records**: the columns added to it (``hashcdc.added.<table>.<column>``).
+
+The group's state is written beside its name and renamed into place last, so its
+existence says the join is complete: a run killed before that starts it again (the
+history and rejects replace the joining members' rows, so a second copy replaces the
+first). The members' own tables are dropped only after that (a run killed in between drops them
+the next time), so dbt never meets a table where a member's view goes (dbt-spark drops a
+table in a view's way: a member's history would be lost without the copy).
+
+A group that has run dates already cannot put a table's earlier dates before its own in
+its log: such a table is refused with what to do (nothing is written).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from hashcdc.errors import InputDataError
+from hashcdc.groups.members import Group
+from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
+from hashcdc.pipeline.columns import HISTORY_OWN_COLUMNS, STATE_OWN_COLUMNS
+from hashcdc.pipeline.evolution.tables import REWRITE_SUFFIX
+from hashcdc.pipeline.hashing import HASH_ALGORITHM_VERSION
+from hashcdc.relations import Relations
+from hashcdc.state.versions import (
+    ADDED_PROPERTY_PREFIX,
+    COMMIT_METADATA_SETTING,
+    NEW_STATE_PROPERTIES,
+    SLOTS_PROPERTY,
+    DateVersion,
+    applied_versions,
+    commit_metadata,
+    history_properties,
+    is_delta,
+    member_applied_versions,
+    state_properties,
+    table_properties,
+)
+
+HASH_VERSION_PROPERTY = "hashcdc.hash_version"
+
+
+def own_states(spark: Any, schema: str, group: Group) -> dict[str, Relations]:
+    """The members that have a state of their own (a Delta table), with their relations.
+
+    One listing of the schema, not a look-up per member: the group's stage asks every date.
+    """
+    listed = {row.tableName for row in spark.sql(f"show tables in {schema}").collect()}
+    found = {}
+    for member in group.members:
+        own = member.relations.in_schema(schema)
+        if own.state.rsplit(".", 1)[-1] in listed and is_delta(spark, own.state):
+            found[member.name] = own
+    return found
+
+
+def check_joined(spark: Any, schema: str, group: Group) -> None:
+    """Refuse a group's date while a member has its own state not taken into the group's.
+
+    The group's stage asks before anything is written: dbt would otherwise replace the
+    member's own history with its view, and compare its extract with no state.
+
+    Raises
+    ------
+    InputDataError
+        Naming each such member and what to do.
+
+    """
+    own = own_states(spark, schema, group)
+    if not own:
+        return
+    relations = group.relations.in_schema(schema)
+    if not spark.catalog.tableExists(relations.state):
+        names = ", ".join(f"'{m}'" for m in own)
+        raise InputDataError(
+            f"table(s) {names} ran on their own and their configs now name group "
+            f"'{group.name}': `hashcdc run` (or `hashcdc upgrade`) takes them into the group's "
+            "tables first, with their dates, history and rejects; a `dbt build` alone does "
+            "not. Nothing was written. Run `hashcdc upgrade`, then the date again."
+        )
+    held = member_applied_versions(spark, relations.state, list(own))
+    late = {m: r for m, r in own.items() if not held[m]}
+    if late:
+        raise InputDataError(_too_late(spark, group, late, relations.state))
+
+
+def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> list[str]:
+    """Take the members that ran on their own into the group's tables; their names.
+
+    Before a command's dbt invocations (``hashcdc run``, ``replay``, ``upgrade``): dbt
+    lists a schema's relations once, when it starts. A group that has run dates already
+    takes none (its stage refuses them: :func:`check_joined`). ``views``: their own views
+    are dropped too (``hashcdc upgrade``; the next date's run builds the member's views
+    under their names, and replaces them itself).
+
+    Raises
+    ------
+    InputDataError
+        When a member's own state was hashed by another version of hashcdc's hashes.
+
+    """
+    own = own_states(spark, schema, group)
+    if not own:
+        return []
+    relations = group.relations.in_schema(schema)
+    if spark.catalog.tableExists(relations.state):
+        held = member_applied_versions(spark, relations.state, list(own))
+        if all(held[m] for m in own):
+            # Joined by a run killed before it dropped their own tables.
+            _drop_own(spark, own, views)
+        return []
+    dates: dict[str, list[DateVersion]] = {}
+    for member, tables in own.items():
+        _check_hashes(spark, group, member, tables.state)
+        dates[member] = applied_versions(spark, tables.state)
+    slot_map = group.slot_map
+    histories = {m: r.history for m, r in own.items()}
+    _copy_dated(
+        spark, relations.history, histories, slot_map, HISTORY_OWN_COLUMNS, history_properties()
+    )
+    _copy_dated(
+        spark, relations.rejects, {m: r.rejects for m, r in own.items()}, slot_map, None, {}
+    )
+    _write_state(spark, relations.state, own, dates, slot_map)
+    _drop_own(spark, own, views)
+    for member, applied in dates.items():
+        span = f"{applied[0].business_date} to {applied[-1].business_date}" if applied else "none"
+        print(
+            f"hashcdc: table '{member}' joined group '{group.name}': its dates ({span}), "
+            f"history and rejects are the group's now ({relations.state}, {relations.history}, "
+            f"{relations.rejects}); its own tables were dropped"
+            + (
+                " with its views (the next `hashcdc run` builds its views on the group's)"
+                if views
+                else ""
+            ),
+            file=sys.stdout,
+            flush=True,
+        )
+    return sorted(own)
+
+
+def _check_hashes(spark: Any, group: Group, member: str, state: str) -> None:
+    """A member's own state must hold the hashes the group's stage computes."""
+    version = table_properties(spark, state).get(HASH_VERSION_PROPERTY)
+    if version is not None and version != str(HASH_ALGORITHM_VERSION):
+        raise InputDataError(
+            f"table '{member}': its own state {state} holds hashes of version {version}, "
+            f"and group '{group.name}' computes version {HASH_ALGORITHM_VERSION}: its rows "
+            "would all read as updates. Nothing was written. Run a date of it on its own "
+            "first (remove `group:` from its config), which brings its hashes to this "
+            "version, then put it back in the group."
+        )
+
+
+def _too_late(spark: Any, group: Group, late: dict[str, Relations], state: str) -> str:
+    lines = []
+    for member, tables in late.items():
+        applied = applied_versions(spark, tables.state)
+        span = (
+            f" (dates {applied[0].business_date} to {applied[-1].business_date})" if applied else ""
+        )
+        config = next(m.config_file for m in group.members if m.name == member)
+        views = f"{tables.current}, {tables.scd2}"
+        lines.append(
+            f"table '{member}' has run on its own{span} and group '{group.name}' has run dates "
+            f"already ({state}): its earlier dates cannot go before the group's in the group's "
+            f"log. Nothing was written. Either keep it on its own (remove `group: {group.name}` "
+            f"from {config}), or start it afresh in the group: drop its tables {tables.state}, "
+            f"{tables.history}, {tables.rejects} and its views {views} (its history is lost), "
+            "then run the date again."
+        )
+    return "\n".join(lines)
+
+
+def _on_slots(
+    spark: Any, source: str, member: str, slot_map: SlotMap, own: tuple[str, ...] | None
+) -> str:
+    """A select of a member's rows of ``source`` on the group's slots, then hashcdc's columns.
+
+    ``own``: hashcdc's columns after the slots (None: every column of ``source``, as the
+    rejects keep them); a column ``source`` lacks (added later) is null.
+    """
+    had = {f.name for f in spark.sql(f"select * from {source} limit 0").schema.fields}
+    placed = {p.slot.name: p.column for p in slot_map.of(member)}
+    slots = (
+        [
+            f"cast(`{placed[s.name]}` as {s.data_type}) as `{s.name}`"
+            if placed.get(s.name) in had
+            else f"cast(null as {s.data_type}) as `{s.name}`"
+            for s in slot_map.slots
+        ]
+        if own is not None
+        else []
+    )
+    trailing = ["*"] if own is None else [f"`{c}`" for c in own]
+    listed = ", ".join([f"'{member}' as {MEMBER_COLUMN}", *slots, *trailing])
+    return f"select {listed} from {source}"
+
+
+def _copy_dated(
+    spark: Any,
+    table: str,
+    sources: dict[str, str],
+    slot_map: SlotMap,
+    columns: tuple[str, ...] | None,
+    properties: dict[str, str],
+) -> None:
+    """Every date's rows of the members' own histories (or rejects) into the group's table.
+
+    ``columns`` None: the rejects' (every column as it is). The members' rows the table
+    may hold already (a join killed before its end) are replaced.
+    """
+    selects = [
+        _on_slots(spark, source, member, slot_map, columns)
+        for member, source in sources.items()
+        if spark.catalog.tableExists(source)
+    ]
+    if not selects:
+        return
+    select = " union all ".join(selects)
+    spark.sql(f"reset {COMMIT_METADATA_SETTING}")
+    if spark.catalog.tableExists(table):
+        members = ", ".join(f"'{m}'" for m in sorted(sources))
+        spark.sql(f"insert into {table} replace where {MEMBER_COLUMN} in ({members}) {select}")
+        return
+    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    spark.sql(
+        f"create table {table} using delta partitioned by (business_date)"
+        f"{f' tblproperties ({listed})' if listed else ''} as {select}"
+    )
+
+
+def _write_state(
+    spark: Any,
+    state: str,
+    own: dict[str, Relations],
+    dates: dict[str, list[DateVersion]],
+    slot_map: SlotMap,
+) -> None:
+    """The group's state from its members' own: a commit per date, renamed into place last."""
+    written = state + REWRITE_SUFFIX
+    spark.sql(f"drop table if exists {written}")
+    by_date: dict[str, dict[str, int]] = {}
+    for member, applied in dates.items():
+        for date in applied:
+            by_date.setdefault(date.business_date, {})[member] = date.last_version
+    properties = (
+        state_properties(HASH_ALGORITHM_VERSION, "full")
+        | NEW_STATE_PROPERTIES
+        | {SLOTS_PROPERTY: slot_map.as_property()}
+        | _added(spark, own)
+    )
+    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    if not by_date:
+        return
+    for number, (date, versions) in enumerate(sorted(by_date.items())):
+        select = " union all ".join(
+            _on_slots(spark, f"{own[m].state} version as of {v}", m, slot_map, STATE_OWN_COLUMNS)
+            for m, v in sorted(versions.items())
+        )
+        spark.sql(f"set {COMMIT_METADATA_SETTING} = {commit_metadata(date, members=versions)}")
+        try:
+            if number == 0:
+                spark.sql(
+                    f"create table {written} using delta tblproperties ({listed}) as {select}"
+                )
+            else:
+                members = ", ".join(f"'{m}'" for m in sorted(versions))
+                spark.sql(
+                    f"insert into {written} replace where {MEMBER_COLUMN} in ({members}) {select}"
+                )
+        finally:
+            spark.sql(f"reset {COMMIT_METADATA_SETTING}")
+    spark.sql(f"alter table {written} rename to {state}")
+
+
+def _added(spark: Any, own: dict[str, Relations]) -> dict[str, str]:
+    """The first dates of the columns added to each member, as the group's state records them."""
+    return {
+        f"{ADDED_PROPERTY_PREFIX}{member}.{key.removeprefix(ADDED_PROPERTY_PREFIX)}": value
+        for member, tables in own.items()
+        for key, value in table_properties(spark, tables.state).items()
+        if key.startswith(ADDED_PROPERTY_PREFIX)
+    }
+
+
+def _drop_own(spark: Any, own: dict[str, Relations], views: bool) -> None:
+    """The members' own tables, now the group's, and with ``views`` their own views.
+
+    A date's run leaves the views to its dbt invocation, which replaces them with the
+    member's (it listed them before the stage ran: a view dropped under it is not found).
+    """
+    for tables in own.values():
+        for view in (tables.current, tables.scd2) if views else ():
+            spark.sql(f"drop view if exists {view}")
+        for table in (tables.history, tables.rejects, tables.state):
+            spark.sql(f"drop table if exists {table}")
