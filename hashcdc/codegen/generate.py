@@ -239,6 +239,7 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         "max_delete_fraction": table.max_delete_fraction,
         "expected_counts_seed": table.expected_counts_seed,
         "changelog": table.changelog,
+        "changelog_members": None,  # a group's changelog: its members with one
         "is_feed": table.is_feed,
         "is_keyless": table.is_keyless,
         "is_audit": is_audit,
@@ -358,6 +359,7 @@ def group_context(group: Group) -> dict[str, Any]:
     }
     enabled = group.enabled_members
     return {
+        "changelog_members": repr([m.name for m in group.members if m.changelog]),
         "name": group.name,
         "relations": group.relations,
         "note": GENERATED_NOTE.format(config=config_files),
@@ -396,6 +398,7 @@ def group_context(group: Group) -> dict[str, Any]:
 
 def _member_context(member: TableConfig) -> dict[str, Any]:
     return {
+        "changelog": member.changelog,
         "name": member.name,
         "relations": member.relations,
         "description": member.description,
@@ -418,6 +421,8 @@ def _group_files(group: Group) -> list[GeneratedFile]:
         folder / f"{names.history}.sql": "history.sql.j2",
         folder / f"_{group.name}__models.yml": "group_models_properties.yml.j2",
     }
+    if any(m.changelog for m in group.members):
+        targets[folder / f"{names.changelog}.sql"] = "changelog.sql.j2"
     outputs = context | {"column_list": context["member_column_list"]}
     files = [
         GeneratedFile(
@@ -439,6 +444,23 @@ def _group_files(group: Group) -> list[GeneratedFile]:
             own.history: names.history,
             own.rejects: names.rejects,
         }
+        if member.changelog:
+            files.append(
+                GeneratedFile(
+                    folder / member.name / f"{own.changelog}.sql",
+                    _render(
+                        "member_changelog.sql.j2",
+                        context
+                        | {
+                            "name": member.name,
+                            "note": GENERATED_NOTE.format(config=member.config_file),
+                            "group_relation": names.changelog,
+                            "placements": placements,
+                        },
+                    ),
+                    member.config_file,
+                )
+            )
         for view, group_relation in views.items():
             kind = view.rsplit("_", 1)[1]
             member_context = context | {
@@ -470,7 +492,8 @@ def _group_files(group: Group) -> list[GeneratedFile]:
 def group_views(tables: list[TableConfig]) -> dict[str, str]:
     """The views of the project's table groups by name, each with its generated file's text.
 
-    A group's current view, and each member's current, history, scd2 and rejects views.
+    A group's current view, and each member's current, history, scd2, rejects (and
+    changelog) views.
     """
     views: dict[str, str] = {}
     for group in groups_of(tables).values():

@@ -282,8 +282,6 @@ def _group_rules(raw: dict[str, Any], problems: Problems) -> None:
             "group",
             f"tables in a group are full extracts, this one is {raw.get('extract_type')!r}{alone}",
         )
-    if raw.get("changelog") is True:
-        problems.add("group", f"a table in a group has no changelog yet{alone}")
     for index, column in enumerate(raw.get("columns") or []):
         if not isinstance(column, dict):
             continue

@@ -21,6 +21,7 @@ from typing import Any
 
 from hashcdc.groups import outcomes
 from hashcdc.groups.members import Group
+from hashcdc.groups.slots import Placement, SlotMap
 from hashcdc.state.versions import (
     ADDED_PROPERTY_PREFIX,
     SLOTS_PROPERTY,
@@ -40,12 +41,23 @@ def recorded_slots(properties: dict[str, str]) -> dict[str, dict[str, str]]:
     return recorded
 
 
+def moved_columns(
+    recorded: dict[str, dict[str, str]], slot_map: SlotMap, member: str
+) -> list[Placement]:
+    """A member's columns whose slot in ``slot_map`` is not the one the state records."""
+    return [
+        p
+        for p in slot_map.of(member)
+        if recorded.get(member, {}).get(p.column, p.slot.name) != p.slot.name
+    ]
+
+
 def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> Group:
     """The group with its members' added columns dated, its tables brought to its slots.
 
-    A member whose column cannot be dated (the date is not after the member's latest) is
-    refused for the date with the YAML line to add (:mod:`hashcdc.groups.outcomes`); its
-    siblings run.
+    A member whose column cannot be dated (the date is not after the member's latest), or
+    whose column's type moves it to another slot (a decimal's scale), is refused for the
+    date with what to do (:mod:`hashcdc.groups.outcomes`); its siblings run.
     """
     relations = group.relations.in_schema(schema)
     if not spark.catalog.tableExists(relations.state):
@@ -63,6 +75,11 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
         for m in group.enabled_members
         if m.name in recorded and any(c.name not in recorded[m.name] for c in m.main_columns)
     }
+    for member in group.enabled_members:
+        moved = moved_columns(recorded, slot_map, member.name)
+        if moved:
+            outcomes.refuse(group.name, business_date, member.name, _moved(group, member, moved))
+            new.pop(member.name, None)
     applied = member_applied_versions(spark, relations.state, list(new))
     inferred: dict[str, list[str]] = {}
     for member, columns in new.items():
@@ -120,6 +137,19 @@ def _dated(group: Group, added: dict[str, str]) -> Group:
         )
         members.append(dataclasses.replace(member, columns=columns))
     return Group(group.name, tuple(members))
+
+
+def _moved(group: Group, member: Any, moved: list[Any]) -> str:
+    listed = ", ".join(f"{p.column} ({p.data_type})" for p in moved)
+    return (
+        f"table '{member.name}': column(s) {listed} of {member.config_file} no longer sit on "
+        f"the slots group '{group.name}''s state records for them: a type changed to "
+        "another kind of slot (a decimal's scale, another family of types), or a column of "
+        "the same kind before them was taken out of the config. A group does not move a "
+        "column's values yet; nothing of the table was written. Put the config back, or "
+        "run the table on its own (no `group:`), where such a change is a widening or a "
+        "removal (docs/schema-evolution.md)."
+    )
 
 
 def _undated(group: Group, member: str, columns: list[Any], business_date: str, latest: str) -> str:

@@ -30,6 +30,7 @@ from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
 from hashcdc.pipeline.columns import HASH_COLUMNS, REJECT_DETAIL_COLUMNS, ROW_ERRORS, SOURCE_FILE
 from hashcdc.pipeline.evolution.joining import check_joined
+from hashcdc.pipeline.evolution.tables import evolve_group_images
 from hashcdc.pipeline.projections import built_once
 from hashcdc.pipeline.rejects import rejected_rows
 from hashcdc.pipeline.stage import typecast_and_hash
@@ -88,6 +89,11 @@ def group_stage(
     if schema:
         check_joined(spark, schema, group)
         group = evolve_group(spark, schema, group, date)
+        evolve_group_images(
+            spark,
+            group.relations.in_schema(schema).changelog,
+            [(s.name, s.data_type) for s in group.slot_map.slots],
+        )
     slot_map = group.slot_map
     names = outcomes.members_run(group.name, date, [m.name for m in group.enabled_members])
     members = [m for m in group.enabled_members if m.name in names]

@@ -5,10 +5,10 @@ updates, deletes, a rejected row, a missing extract, one of too many rejects and
 truncated one the delete guard refuses (each member refused, named, its previous state
 kept, while its siblings are committed), a paused member, a rerun of the group's date and
 one of a member's alone, a member replayed alone, retention per member, `hashcdc
-compact`, a column appended to one member; each member reads as its own tables
-(`<t>_current`, `_history`, `_scd2`, `_rejects`, `--as-of`), with the values and types of
-its own config. The expected rows are written out here, never computed by the code
-under test.
+compact`, a column appended to one member and one widened; each member reads as its own
+tables (`<t>_current`, `_history`, `_scd2`, `_rejects`, `_changelog`, `--as-of`), with the
+values and types of its own config. Tables that ran on their own join a group. The
+expected rows are written out here, never computed by the code under test.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             {"name": "score", "type": "double"},
         ],
         "history_retention_days": 1,
+        "changelog": True,
     },
     "orders": {
         "columns": [
@@ -191,6 +192,19 @@ def test_a_group_of_four_tables_over_four_dates(
         (D1, "I", 1, "alice"), (D1, "I", 2, "bob"), (D1, "I", 3, "carol"),
         (D2, "U", 2, "bobby"), (D2, "D", 3, "carol"), (D2, "I", 4, "dave"),
     ]  # fmt: skip
+    # Customers keeps a changelog: its view of the group's, with its own columns.
+    changes = {
+        r["operation"]: r
+        for r in project.rows(f"select * from customers_changelog where business_date = '{D2}'")
+    }
+    assert changes["U"]["before_image"].asDict() == {"id": 2, "name": "bob", "score": 2.0}
+    assert changes["U"]["after_image"].asDict() == {"id": 2, "name": "bobby", "score": 2.0}
+    assert changes["U"]["changed_columns"] == ["name"]
+    assert changes["I"]["before_image"] is None and changes["I"]["after_image"]["id"] == 4
+    assert changes["D"]["before_image"]["name"] == "carol" and changes["D"]["after_image"] is None
+    assert project.rows(f"select distinct table_name from {GROUP}_changelog") == [
+        {"table_name": "customers"}
+    ]
     scd2 = project.rows("select code, label, valid_from, valid_to from regions_scd2 order by 1, 3")
     assert [(r["code"], r["label"], str(r["valid_from"]), str(r["valid_to"])) for r in scd2] == [
         ("eu", "Europe", D1, "None"), ("us", "States", D1, D2), ("us", "United States", D2, "None"),
@@ -394,10 +408,17 @@ def test_a_group_of_four_tables_over_four_dates(
     # Day four: a column appended to one member's config (no `added:`) takes a new slot;
     # its first date is inferred and recorded, its rows that differ only by it are no
     # updates, and the member's views have it with its type.
+    # And one member's column widened (int to bigint: an exact widening keeps its slot and
+    # its hashes), with a value beyond int.
     joined = {"name": "joined", "type": "timestamp"}
     customers = _config("customers")
     customers["columns"] = [*CONFIGS["customers"]["columns"], joined]
-    _configure(project, {"customers": customers})
+    orders = _config("orders")
+    orders["columns"] = [
+        {**c, "type": "bigint"} if c["name"] == "customer_id" else c
+        for c in CONFIGS["orders"]["columns"]
+    ]
+    _configure(project, {"customers": customers, "orders": orders})
     project.write_csv(
         f"landing/customers/{D4}/part.csv",
         ["id", "name", "score", "joined"],
@@ -408,7 +429,7 @@ def test_a_group_of_four_tables_over_four_dates(
         project.write_csv(
             f"landing/{name}/{D4}/part.csv",
             [c["name"] for c in CONFIGS[name]["columns"]],
-            EXTRACTS[name][D3],
+            EXTRACTS[name][D3] + ([[14, 3_000_000_000, "2.00", D4]] if name == "orders" else []),
         )
     code, out = _run(project, capsys, "run", "--date", D4)
     assert code == 0, out[-3000:]
@@ -425,6 +446,13 @@ def test_a_group_of_four_tables_over_four_dates(
         r["col_name"]: r["data_type"] for r in project.rows("describe table customers_current")
     }
     assert types["joined"] == "timestamp"
+    # The widened member: its one new order is the one change, its view has the new type.
+    assert _counts(project, D4)["orders"] == (4, 0, 1, 0, 0, 0, 3, "success")
+    assert project.rows("select order_id, customer_id from orders_current where order_id = 14") == [
+        {"order_id": 14, "customer_id": 3_000_000_000}
+    ]
+    types = {r["col_name"]: r["data_type"] for r in project.rows("describe table orders_current")}
+    assert types["customer_id"] == "bigint"
     properties = {r["key"]: r["value"] for r in project.rows(f"show tblproperties {GROUP}_state")}
     assert "customers:joined=timestamp_1" in properties["hashcdc.slots"]
     assert properties["hashcdc.added.customers.joined"] == D4
@@ -453,6 +481,7 @@ JOINING: dict[str, dict[str, Any]] = {
             {"name": "name", "type": "string"},
             {"name": "balance", "type": "decimal(10,2)"},
         ],
+        "changelog": True,
     },
     "labels": {
         "columns": [
@@ -538,6 +567,20 @@ def test_tables_that_ran_on_their_own_join_a_group(
         (1, "U", D2), (3, "D", D2), (4, "I", D2),
         (2, "U", D3), (5, "I", D3),
     }  # fmt: skip
+    # Its changelog too: the dates it ran on its own, then the group's, as one view.
+    images = {
+        (str(r["business_date"]), r["operation"], (r["after_image"] or r["before_image"])["id"]): r
+        for r in project.rows("select * from accounts_changelog")
+    }
+    assert sorted(images) == [
+        (D1, "I", 1), (D1, "I", 2), (D1, "I", 3),
+        (D2, "D", 3), (D2, "I", 4), (D2, "U", 1),
+        (D3, "I", 5), (D3, "U", 2),
+    ]  # fmt: skip
+    assert images[(D2, "U", 1)]["before_image"]["balance"] == Decimal("1.00")
+    assert images[(D2, "U", 1)]["changed_columns"] == ["balance"]
+    assert images[(D3, "U", 2)]["changed_columns"] == ["name"]
+    assert "accounts_changelog" in tables and not tables["accounts_changelog"]
     # A date it ran on its own, read from the group's log.
     code, out = _run(project, capsys, "query", "--as-of", D1, "select id from accounts_current")
     assert code == 0, out

@@ -10,7 +10,7 @@ import yaml
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs, parse_table_config
 from hashcdc.errors import ConfigError
-from hashcdc.groups.evolution import member_shape_changes, recorded_slots
+from hashcdc.groups.evolution import member_shape_changes, moved_columns, recorded_slots
 from hashcdc.groups.members import groups_of, stages_of
 from hashcdc.groups.slots import place, slot_type
 from hashcdc.runtime.project import table_selector
@@ -87,7 +87,6 @@ def test_a_member_named_twice_is_refused() -> None:
     ("extra", "column", "message"),
     [
         ({"extract_type": "delta"}, {}, "tables in a group are full extracts"),
-        ({"changelog": True}, {}, "no changelog yet"),
         ({}, {"sensitive": True}, "no sensitive columns"),
         ({}, {"added": "2024-01-02"}, "does not change shape yet"),
     ],
@@ -153,6 +152,26 @@ def test_a_group_generates_its_models_and_each_members_views(tmp_path: Path) -> 
     )
     assert list(groups_of(configs)) == ["crm"]
     assert table_selector(["orders", "regions"], stages_of(configs)) == ["--select", "stg_crm+"]
+    # No member keeps a changelog: the group has none.
+    assert not any("changelog" in path for path in files)
+
+
+def test_a_members_changelog_is_its_view_of_the_groups(tmp_path: Path) -> None:
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    members = [
+        _member("orders", [("id", "bigint"), ("amount", "decimal(10,2)")], changelog=True),
+        _member("regions", [("code", "string")]),
+    ]
+    for raw in members:
+        (tables / f"{raw['name']}.yml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    files = {str(f.path): f.content for f in generate.generated_files(load_table_configs(tables))}
+    changelog = files["models/crm/crm_changelog.sql"]
+    assert "members=['orders']" in changelog and "ref('crm_state')" in changelog
+    view = files["models/crm/orders/orders_changelog.sql"]
+    assert "hashcdc.member_images(" in view and "ref('crm_changelog')" in view
+    assert "['amount', 'decimal_s2_1', 'decimal(10,2)']" in view
+    assert "models/crm/regions/regions_changelog.sql" not in files
 
 
 def test_a_members_added_column_is_a_shape_change_of_its_slot() -> None:
@@ -171,3 +190,19 @@ def test_a_members_added_column_is_a_shape_change_of_its_slot() -> None:
             "changed": {"timestamp_1": {"added": "2024-05-04"}},
         }
     }
+
+
+def test_a_column_that_would_change_slots_is_named() -> None:
+    slots = "orders:id=bigint_1;orders:a=string_1;orders:b=string_2;orders:p=decimal_s2_1"
+    recorded = recorded_slots({"hashcdc.slots": slots})
+    widened = place(
+        [("orders", [("id", "bigint"), ("a", "string"), ("b", "string"), ("p", "decimal(12,2)")])]
+    )
+    assert moved_columns(recorded, widened, "orders") == []
+    rescaled = place(
+        [("orders", [("id", "int"), ("a", "string"), ("b", "string"), ("p", "decimal(12,3)")])]
+    )
+    assert [p.column for p in moved_columns(recorded, rescaled, "orders")] == ["p"]
+    # A column taken out before another of its kind would move that one: named too.
+    removed = place([("orders", [("id", "bigint"), ("b", "string"), ("p", "decimal(10,2)")])])
+    assert [p.column for p in moved_columns(recorded, removed, "orders")] == ["b"]

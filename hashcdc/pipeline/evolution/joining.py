@@ -11,7 +11,7 @@ from its latest date as if it had always been a member:
   each member's rows as its own state held them then, on the group's slots. A member's
   rerun, replay, ``--as-of`` and retention read these commits as any of the group's
   (:func:`hashcdc.state.versions.effective_commits`);
-- **its history and rejects**: every date's rows, each naming its table;
+- **its history, rejects and changelog**: every date's rows, each naming its table;
 - **what its state records**: the columns added to it (``hashcdc.added.<table>.<column>``).
 
 The group's state is written beside its name and renamed into place last, so its
@@ -122,22 +122,37 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
         held = member_applied_versions(spark, relations.state, list(own))
         if all(held[m] for m in own):
             # Joined by a run killed before it dropped their own tables.
-            _drop_own(spark, own, views)
+            _drop_own(spark, own, views, _keeping_changelog(group))
         return []
     dates: dict[str, list[DateVersion]] = {}
     for member, tables in own.items():
         _check_hashes(spark, group, member, tables.state)
         dates[member] = applied_versions(spark, tables.state)
     slot_map = group.slot_map
-    histories = {m: r.history for m, r in own.items()}
     _copy_dated(
-        spark, relations.history, histories, slot_map, HISTORY_OWN_COLUMNS, history_properties()
+        spark,
+        relations.history,
+        {m: _on_slots(spark, r.history, m, slot_map, HISTORY_OWN_COLUMNS) for m, r in own.items()},
+        history_properties(),
     )
     _copy_dated(
-        spark, relations.rejects, {m: r.rejects for m, r in own.items()}, slot_map, None, {}
+        spark,
+        relations.rejects,
+        {m: _on_slots(spark, r.rejects, m, slot_map, None) for m, r in own.items()},
+        {},
+    )
+    _copy_dated(
+        spark,
+        relations.changelog,
+        {
+            m: _images_on_slots(spark, r.changelog, m, slot_map)
+            for m, r in own.items()
+            if m in _keeping_changelog(group)
+        },
+        history_properties(),
     )
     _write_state(spark, relations.state, own, dates, slot_map)
-    _drop_own(spark, own, views)
+    _drop_own(spark, own, views, _keeping_changelog(group))
     for member, applied in dates.items():
         span = f"{applied[0].business_date} to {applied[-1].business_date}" if applied else "none"
         print(
@@ -189,13 +204,22 @@ def _too_late(spark: Any, group: Group, late: dict[str, Relations], state: str) 
 
 
 def _on_slots(
-    spark: Any, source: str, member: str, slot_map: SlotMap, own: tuple[str, ...] | None
-) -> str:
-    """A select of a member's rows of ``source`` on the group's slots, then hashcdc's columns.
+    spark: Any,
+    table: str,
+    member: str,
+    slot_map: SlotMap,
+    own: tuple[str, ...] | None,
+    version: int | None = None,
+) -> str | None:
+    """A select of a member's rows of ``table`` on the group's slots, then hashcdc's columns.
 
-    ``own``: hashcdc's columns after the slots (None: every column of ``source``, as the
-    rejects keep them); a column ``source`` lacks (added later) is null.
+    ``own``: hashcdc's columns after the slots (None: every column of ``table``, as the
+    rejects keep them); a column ``table`` lacks (added later) is null. ``version``: the
+    table as of that version. None when there is no ``table``.
     """
+    if not spark.catalog.tableExists(table):
+        return None
+    source = table if version is None else f"{table} version as of {version}"
     had = {f.name for f in spark.sql(f"select * from {source} limit 0").schema.fields}
     placed = {p.slot.name: p.column for p in slot_map.of(member)}
     slots = (
@@ -213,30 +237,56 @@ def _on_slots(
     return f"select {listed} from {source}"
 
 
-def _copy_dated(
-    spark: Any,
-    table: str,
-    sources: dict[str, str],
-    slot_map: SlotMap,
-    columns: tuple[str, ...] | None,
-    properties: dict[str, str],
-) -> None:
-    """Every date's rows of the members' own histories (or rejects) into the group's table.
+def _images_on_slots(spark: Any, source: str, member: str, slot_map: SlotMap) -> str | None:
+    """A select of a member's own changelog as the group's: its images on the slots.
 
-    ``columns`` None: the rejects' (every column as it is). The members' rows the table
-    may hold already (a join killed before its end) are replaced.
+    The inverse of the member's view (the ``member_images`` macro). None when there is no
+    ``source``.
     """
-    selects = [
-        _on_slots(spark, source, member, slot_map, columns)
-        for member, source in sources.items()
-        if spark.catalog.tableExists(source)
-    ]
-    if not selects:
+    if not spark.catalog.tableExists(source):
+        return None
+    image_type = spark.table(source).schema["before_image"].dataType
+    had = {f.name for f in image_type.fields}
+    placed = {p.slot.name: p.column for p in slot_map.of(member)}
+
+    def on_slots(image: str) -> str:
+        fields = ", ".join(
+            f"'{s.name}', cast({image}.`{placed[s.name]}` as {s.data_type})"
+            if placed.get(s.name) in had
+            else f"'{s.name}', cast(null as {s.data_type})"
+            for s in slot_map.slots
+        )
+        return f"if({image} is null, null, named_struct({fields})) as {image}"
+
+    renamed = " ".join(f"when '{p.column}' then '{p.slot.name}'" for p in slot_map.of(member))
+    return (
+        f"select '{member}' as {MEMBER_COLUMN}, keyhash, operation, "
+        f"{on_slots('before_image')}, {on_slots('after_image')}, "
+        f"transform(changed_columns, changed -> case changed {renamed} end) as changed_columns, "
+        f"business_date from {source}"
+    )
+
+
+def _keeping_changelog(group: Group) -> set[str]:
+    """The members whose config keeps a changelog (``changelog: true``)."""
+    return {m.name for m in group.members if m.changelog}
+
+
+def _copy_dated(
+    spark: Any, table: str, selects: dict[str, str | None], properties: dict[str, str]
+) -> None:
+    """Every date's rows of the members' own dated tables (``selects``) into the group's.
+
+    The members' rows the table may hold already (a join killed before its end) are
+    replaced.
+    """
+    found = {member: select for member, select in selects.items() if select is not None}
+    if not found:
         return
-    select = " union all ".join(selects)
+    select = " union all ".join(found.values())
     spark.sql(f"reset {COMMIT_METADATA_SETTING}")
     if spark.catalog.tableExists(table):
-        members = ", ".join(f"'{m}'" for m in sorted(sources))
+        members = ", ".join(f"'{m}'" for m in sorted(found))
         spark.sql(f"insert into {table} replace where {MEMBER_COLUMN} in ({members}) {select}")
         return
     listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
@@ -271,7 +321,7 @@ def _write_state(
         return
     for number, (date, versions) in enumerate(sorted(by_date.items())):
         select = " union all ".join(
-            _on_slots(spark, f"{own[m].state} version as of {v}", m, slot_map, STATE_OWN_COLUMNS)
+            _on_slots(spark, own[m].state, m, slot_map, STATE_OWN_COLUMNS, v) or ""
             for m, v in sorted(versions.items())
         )
         spark.sql(f"set {COMMIT_METADATA_SETTING} = {commit_metadata(date, members=versions)}")
@@ -300,8 +350,11 @@ def _added(spark: Any, own: dict[str, Relations]) -> dict[str, str]:
     }
 
 
-def _drop_own(spark: Any, own: dict[str, Relations], views: bool) -> None:
+def _drop_own(spark: Any, own: dict[str, Relations], views: bool, changelogs: set[str]) -> None:
     """The members' own tables, now the group's, and with ``views`` their own views.
+
+    ``changelogs``: the members whose own changelog the group's took (one the config no
+    longer keeps stays as it is).
 
     A date's run leaves the views to its dbt invocation, which replaces them with the
     member's (it listed them before the stage ran: a view dropped under it is not found).
@@ -311,3 +364,5 @@ def _drop_own(spark: Any, own: dict[str, Relations], views: bool) -> None:
             spark.sql(f"drop view if exists {view}")
         for table in (tables.history, tables.rejects, tables.state):
             spark.sql(f"drop table if exists {table}")
+        if tables.table in changelogs:
+            spark.sql(f"drop table if exists {tables.changelog}")

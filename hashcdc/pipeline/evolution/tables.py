@@ -301,23 +301,63 @@ def _image_expression(
 ) -> str:
     """The select expression of a changelog image in the config's shape (or the column)."""
     fields = {f.name: f.dataType.simpleString() for f in image.fields}
+    earlier_name = {new: old for old, new in _renames(columns, fields).items()}
     wanted = [(c.name, c.type) for c in columns]
+    return _image_in_shape(name, image, wanted, earlier_name, where, problems)
+
+
+def _image_in_shape(
+    name: str,
+    image: StructType,
+    wanted: list[tuple[str, str]],
+    earlier_name: dict[str, str],
+    where: str,
+    problems: list[str],
+) -> str:
+    """An image's select expression with the ``wanted`` fields (name, type), in order.
+
+    ``earlier_name``: a field's name in the image when it was renamed since.
+    """
+    fields = {f.name: f.dataType.simpleString() for f in image.fields}
     if list(fields.items()) == wanted:
         return f"`{name}`"
-    earlier_name = {new: old for old, new in _renames(columns, fields).items()}
     parts = []
-    for column in columns:
-        source = column.name if column.name in fields else earlier_name.get(column.name)
+    for column, data_type in wanted:
+        source = column if column in fields else earlier_name.get(column)
         if source is None:
-            value = f"cast(null as {column.type})"
+            value = f"cast(null as {data_type})"
         else:
-            problem = type_change_problem(fields[source], column.type)
+            problem = type_change_problem(fields[source], data_type)
             if problem:
-                problems.append(_type_problem(where, column.name, problem))
-            value = f"cast(`{name}`.`{source}` as {column.type})"
-        parts.append(f"'{column.name}', {value}")
+                problems.append(_type_problem(where, column, problem))
+            value = f"cast(`{name}`.`{source}` as {data_type})"
+        parts.append(f"'{column}', {value}")
     # A null image (an insert's before image) stays null.
     return f"if(`{name}` is null, null, named_struct({', '.join(parts)})) as `{name}`"
+
+
+def evolve_group_images(spark: SparkSession, changelog: str, slots: list[tuple[str, str]]) -> None:
+    """A table group's changelog follows its slots: a slot added is added to its images.
+
+    ``slots``: the group's (name, type), in the state's order. The images are structs, so
+    the table is rewritten in one commit that keeps its versions, as a table's own
+    changelog is for a column added.
+    """
+    if not spark.catalog.tableExists(changelog):
+        return
+    problems: list[str] = []
+    select, rewrite = [], False
+    for field in spark.table(changelog).schema.fields:
+        if field.name in IMAGE_COLUMNS and isinstance(field.dataType, StructType):
+            image = _image_in_shape(field.name, field.dataType, slots, {}, changelog, problems)
+            rewrite |= image != f"`{field.name}`"
+            select.append(image)
+        else:
+            select.append(f"`{field.name}`")
+    if problems:
+        raise ConfigError("\n".join(problems))
+    if rewrite:
+        _replace_delta(spark, changelog, select)
 
 
 def _replace_delta(spark: SparkSession, table: str, select: list[str]) -> None:
