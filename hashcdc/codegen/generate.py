@@ -376,8 +376,9 @@ def group_context(group: Group) -> dict[str, Any]:
             {"name": s.name, "data_type": s.data_type, "columns": columns_on[s.name]}
             for s in slot_map.slots
         ],
+        "extract_type": group.extract_type,
         "state_properties": repr(
-            state_properties(HASH_ALGORITHM_VERSION, "full")
+            state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
             | NEW_STATE_PROPERTIES
             | {SLOTS_PROPERTY: slot_map.as_property()}
         ),
@@ -385,7 +386,7 @@ def group_context(group: Group) -> dict[str, Any]:
         "history_properties": repr(history_properties()),
         "history_retention_hook": _members_retention(group, lambda m: m.history_retention_days),
         "rejects_retention_hook": _members_retention(group, lambda m: m.rejects_retention_days),
-        "untouched_operation": untouched_operation("full"),
+        "untouched_operation": untouched_operation(group.extract_type),
         "is_feed": False,
         "is_audit": False,
         "is_keyless": False,

@@ -616,8 +616,8 @@ class TableConfig:
         description="Optional: the table group this table belongs to. A group's tables are "
         "run as one: one stage, one diff, one commit of the group's state and history for all "
         "of them, so a date costs the rows that changed, not the number of tables. Each table "
-        "still reads as its own <name>_current, _history, _scd2 and _rejects. Tables in a "
-        "group are full extracts (README, 'Table groups').",
+        "still reads as its own <name>_current, _history, _scd2, _rejects (and _changelog). "
+        "The tables of a group are all full extracts or all deltas (README, 'Table groups').",
         pattern=NAME,
         message=IDENTIFIER_MESSAGE,
     )

@@ -277,10 +277,11 @@ def _group_rules(raw: dict[str, Any], problems: Problems) -> None:
     if not isinstance(group, str):
         return
     alone = "; remove `group:` to run the table on its own"
-    if raw.get("extract_type") != "full":
+    if raw.get("extract_type") not in ("full", "delta"):
         problems.add(
             "group",
-            f"tables in a group are full extracts, this one is {raw.get('extract_type')!r}{alone}",
+            "tables in a group are full or delta extracts, this one is "
+            f"{raw.get('extract_type')!r}{alone}",
         )
     for index, column in enumerate(raw.get("columns") or []):
         if not isinstance(column, dict):
@@ -298,14 +299,31 @@ def _group_rules(raw: dict[str, Any], problems: Problems) -> None:
 
 
 def group_problems(tables: list[Any]) -> list[str]:
-    """The rules across a project's configs: a group's name is no table's name."""
+    """The rules across a project's configs on groups.
+
+    A group's name is no table's name, and its tables share one extract type (a missing
+    key is a delete in a full extract, not in a delta: the group's one diff says which).
+    """
     names = {t.name for t in tables}
-    return [
+    problems = [
         f"{t.config_file}: group '{t.group}' is also the name of a table: name the group "
         "differently (its state is <group>_state)"
         for t in tables
         if t.group is not None and t.group in names
     ]
+    first: dict[str, Any] = {}
+    for table in sorted(tables, key=lambda t: t.name):
+        if table.group is None:
+            continue
+        other = first.setdefault(table.group, table)
+        if other.extract_type != table.extract_type:
+            problems.append(
+                f"{table.config_file}: a {table.extract_type} extract in group '{table.group}', "
+                f"whose table '{other.name}' is a {other.extract_type} one: the tables of a "
+                "group share one extract_type; put it in a group of its kind (or run it on "
+                "its own: no `group:`)"
+            )
+    return problems
 
 
 # Where `hashcdc extract` lands a database table's snapshot: files it writes whole.

@@ -29,6 +29,11 @@ class Group:
         return place((m.name, [(c.name, c.type) for c in m.main_columns]) for m in self.members)
 
     @property
+    def extract_type(self) -> str:
+        """The members' extract type, which they share (``full`` or ``delta``)."""
+        return self.members[0].extract_type if self.members else "full"
+
+    @property
     def enabled_members(self) -> tuple[TableConfig, ...]:
         """The members a run processes (a paused member keeps its rows as they are)."""
         return tuple(m for m in self.members if m.enabled)

@@ -80,8 +80,9 @@ supplied_previous_state as (
 
 previous_counts as (
     {{- hashcdc._previous_state_rows(
-        this, previous, 'incoming', [], typed_extras={'operation_counts': 'map<string, bigint>'},
-        operations=['W']) }}
+        this, previous, 'incoming', [member] if member else [],
+        typed_extras={'operation_counts': 'map<string, bigint>'},
+        operations=['W'], members=members) }}
 ),
 {%- endif %}
 
@@ -185,8 +186,9 @@ operation_counts as (
     {%- if extract_type == 'delta' %}
     {{ hashcdc._operation_counts(
         'operations_tagged', 'previous_nonkeyhash',
-        previous_rows="(select coalesce(max(operation_counts['state_rows_before']"
-            ~ " + operation_counts['I'] - operation_counts['D']), 0) from previous_counts)") }}
+        previous_rows="coalesce(max(operation_counts['state_rows_before']"
+            ~ " + operation_counts['I'] - operation_counts['D']), 0)",
+        previous_counts='previous_counts', members=members) }}
     {%- else %}
     {{ hashcdc._operation_counts('operations_tagged', 'previous_nonkeyhash', members=members) }}
     {%- endif %}
@@ -277,12 +279,15 @@ select * from final
 {% endmacro %}
 
 
-{% macro _operation_counts(tagged, previous_hash_column, previous_rows=none, members=none) %}
+{% macro _operation_counts(tagged, previous_hash_column, previous_rows=none, previous_counts=none, members=none) %}
     {#- One row, one column `counts`: the date's rows per operation, and the rows of the
         previous state (those with a previous hash), as the W row records them.
-        previous_rows: an expression of the previous state's rows, when `tagged` holds
-        only the keys the date supplied (a delta): X is then the rest. members (a
-        group's): one row per member (`table_name`, `counts`), a member without rows too. -#}
+        previous_rows: an aggregate of `previous_counts` (the previous W rows) giving the
+        previous state's rows, when `tagged` holds only the keys the date supplied (a
+        delta): X is then the rest. members (a group's): one row per member (`table_name`,
+        `counts`), a member without rows too, each with its own previous W row. -#}
+    {%- set previous_rows = previous_rows if previous_rows is none or members is not none
+        else '(select ' ~ previous_rows ~ ' from ' ~ previous_counts ~ ')' -%}
     {%- if previous_rows is none -%}
         {%- set not_supplied = "count_if(operation = 'X')" -%}
         {%- set before = 'count(' ~ previous_hash_column ~ ')' -%}
@@ -304,6 +309,10 @@ select * from final
     from (values ('{{ members | list | join("'), ('") }}')) as members (table_name)
     left join {{ tagged }}
         on {{ tagged }}.table_name = members.table_name
+    {%- if previous_counts is not none %}
+    left join {{ previous_counts }}
+        on {{ previous_counts }}.table_name = members.table_name
+    {%- endif %}
     group by members.table_name
     {%- else %}
     from {{ tagged }}

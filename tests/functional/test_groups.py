@@ -609,3 +609,50 @@ def test_tables_that_ran_on_their_own_join_a_group(
         str(r["business_date"]) for r in project.rows("select business_date from books_history")
     }
     assert project.rows("select id, total from ledgers_current") == [{"id": 1, "total": 2.0}]
+
+
+def test_a_group_of_delta_extracts(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Delta extracts in one group: a key a date does not supply is kept (X), per table."""
+    columns = {
+        "stock": [{"name": "item", "type": "int", "key": True}, {"name": "qty", "type": "int"}],
+        "prices": [
+            {"name": "sku", "type": "string", "key": True},
+            {"name": "price", "type": "decimal(8,2)"},
+        ],
+    }
+    extracts = {
+        "stock": {D1: [[1, 10], [2, 20], [3, 30]], D2: [[2, 25], [4, 40]]},
+        "prices": {D1: [["a", "1.00"], ["b", "2.00"]], D2: [["a", "1.00"]]},
+    }
+    _configure(
+        project,
+        {
+            name: {
+                "name": name,
+                "extract_type": "delta",
+                "group": "shop",
+                "source": f"landing/{name}/{{business_date}}",
+                "columns": columns[name],
+            }
+            for name in columns
+        },
+    )
+    for name, dates in extracts.items():
+        for date, rows in dates.items():
+            header = [c["name"] for c in columns[name]]
+            project.write_csv(f"landing/{name}/{date}/part.csv", header, rows)
+    code, out = _run(project, capsys, "run", "--date", D1, D2)
+    assert code == 0, out[-3000:]
+    counts = _counts(project, D2)
+    # Each table's keys not supplied are its own X: its previous W row's rows less the
+    # keys the date supplied.
+    assert counts["stock"] == (2, 0, 1, 1, 0, 2, 0, "success")
+    assert counts["prices"] == (1, 0, 0, 0, 0, 1, 1, "success")
+    assert _current(project, "stock", "item, qty, operation") == {
+        (1, 10, "X"), (2, 25, "U"), (3, 30, "X"), (4, 40, "I"),
+    }  # fmt: skip
+    assert _current(project, "prices", "sku, operation") == {("a", "N"), ("b", "X")}
+    history = project.rows(
+        f"select item, operation from stock_history where business_date = '{D2}'"
+    )
+    assert sorted((r["item"], r["operation"]) for r in history) == [(2, "U"), (4, "I")]

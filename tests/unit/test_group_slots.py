@@ -86,7 +86,7 @@ def test_a_member_named_twice_is_refused() -> None:
 @pytest.mark.parametrize(
     ("extra", "column", "message"),
     [
-        ({"extract_type": "delta"}, {}, "tables in a group are full extracts"),
+        ({"extract_type": "changes"}, {}, "tables in a group are full or delta extracts"),
         ({}, {"sensitive": True}, "no sensitive columns"),
         ({}, {"added": "2024-01-02"}, "does not change shape yet"),
     ],
@@ -206,3 +206,23 @@ def test_a_column_that_would_change_slots_is_named() -> None:
     # A column taken out before another of its kind would move that one: named too.
     removed = place([("orders", [("id", "bigint"), ("b", "string"), ("p", "decimal(10,2)")])])
     assert [p.column for p in moved_columns(recorded, removed, "orders")] == ["b"]
+
+
+def test_the_tables_of_a_group_share_one_extract_type(tmp_path: Path) -> None:
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for raw in (
+        _member("orders", [("id", "int")], extract_type="delta"),
+        _member("regions", [("code", "string")]),
+    ):
+        (tables / f"{raw['name']}.yml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(ConfigError, match="share one extract_type"):
+        load_table_configs(tables)
+    (tables / "regions.yml").write_text(
+        yaml.safe_dump(_member("regions", [("code", "string")], extract_type="delta")),
+        encoding="utf-8",
+    )
+    configs = load_table_configs(tables)
+    files = {str(f.path): f.content for f in generate.generated_files(configs)}
+    assert "extract_type='delta'" in files["models/crm/crm_state.sql"]
+    assert "untouched_operation='X'" in files["models/crm/crm_current.sql"]

@@ -151,7 +151,7 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
         },
         history_properties(),
     )
-    _write_state(spark, relations.state, own, dates, slot_map)
+    _write_state(spark, relations.state, own, dates, group)
     _drop_own(spark, own, views, _keeping_changelog(group))
     for member, applied in dates.items():
         span = f"{applied[0].business_date} to {applied[-1].business_date}" if applied else "none"
@@ -301,17 +301,18 @@ def _write_state(
     state: str,
     own: dict[str, Relations],
     dates: dict[str, list[DateVersion]],
-    slot_map: SlotMap,
+    group: Group,
 ) -> None:
     """The group's state from its members' own: a commit per date, renamed into place last."""
     written = state + REWRITE_SUFFIX
+    slot_map = group.slot_map
     spark.sql(f"drop table if exists {written}")
     by_date: dict[str, dict[str, int]] = {}
     for member, applied in dates.items():
         for date in applied:
             by_date.setdefault(date.business_date, {})[member] = date.last_version
     properties = (
-        state_properties(HASH_ALGORITHM_VERSION, "full")
+        state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
         | NEW_STATE_PROPERTIES
         | {SLOTS_PROPERTY: slot_map.as_property()}
         | _added(spark, own)
