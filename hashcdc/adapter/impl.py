@@ -177,14 +177,17 @@ class HashcdcAdapter(SparkAdapter):
 
     @available
     def hashcdc_member_shape_changes(
-        self, relation: BaseRelation, members: list[str]
+        self, relation: BaseRelation, members: list[str], declared: dict[str, Any]
     ) -> dict[str, dict[str, Any]]:
-        """A group's members' shape changes, from its state (:func:`member_shape_changes`)."""
+        """A group's members' shape changes, as declared and as its state records them.
+
+        ``declared``: the generator's, from the configs (:func:`member_shape_changes`).
+        """
         spark = self._session()
         table = f"{relation.schema}.{relation.identifier}"
         if not spark.catalog.tableExists(table):
             return {}
-        return member_shape_changes(table_properties(spark, table), members)
+        return member_shape_changes(table_properties(spark, table), members, declared)
 
     @available
     def hashcdc_refuse_member(

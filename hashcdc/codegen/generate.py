@@ -147,13 +147,8 @@ def _columns(columns: tuple[ColumnConfig, ...]) -> list[dict[str, str]]:
     ]
 
 
-def _shape_changes(compared: tuple[ColumnConfig, ...]) -> str:
-    """The ``shape_changes`` argument of the state macros ('' without compared columns).
-
-    The compared columns, and for each that changed shape, how (``only_shape_differs``).
-    The list is there even when no column changed shape in the config: a column added
-    without ``added:`` gets its date at run time (``_with_recorded_additions``).
-    """
+def _declared_changes(compared: tuple[ColumnConfig, ...]) -> dict[str, dict[str, Any]]:
+    """How each compared column that the config says changed shape did: column -> change."""
     changed = {}
     for column in compared:
         change = {
@@ -166,6 +161,37 @@ def _shape_changes(compared: tuple[ColumnConfig, ...]) -> str:
         change = {key: value for key, value in change.items() if value}
         if change:
             changed[column.name] = change
+    return changed
+
+
+def _member_shapes(group: Group) -> dict[str, dict[str, Any]]:
+    """A group's members that changed shape, or keep a column out of the comparison.
+
+    Member -> ``{'compared': [its compared columns' slots], 'changed': {slot: change}}``
+    (``only_shape_differs`` on the slots); the columns added without ``added:`` join it at
+    run time (:func:`hashcdc.groups.evolution.member_shape_changes`).
+    """
+    shapes = {}
+    for member in group.members:
+        slot = {p.column: p.slot.name for p in group.slot_map.of(member.name)}
+        changed = _declared_changes(member.compared_columns)
+        compared = [slot[c.name] for c in member.compared_columns]
+        if changed or any(c.ignore for c in member.main_columns):
+            shapes[member.name] = {
+                "compared": compared,
+                "changed": {slot[name]: change for name, change in changed.items()},
+            }
+    return shapes
+
+
+def _shape_changes(compared: tuple[ColumnConfig, ...]) -> str:
+    """The ``shape_changes`` argument of the state macros ('' without compared columns).
+
+    The compared columns, and for each that changed shape, how (``only_shape_differs``).
+    The list is there even when no column changed shape in the config: a column added
+    without ``added:`` gets its date at run time (``_with_recorded_additions``).
+    """
+    changed = _declared_changes(compared)
     if not compared:
         return ""
     names = _wrapped_list([f"'{c.name}'" for c in compared], indent=20)
@@ -367,6 +393,7 @@ def group_context(group: Group) -> dict[str, Any]:
         "enabled_member_names": repr([m.name for m in enabled]),
         "members": [_member_context(m) for m in group.members],
         "members_argument": repr({m.name: m.max_delete_fraction for m in enabled}),
+        "member_shapes": repr(_member_shapes(group)),
         "column_list": _wrapped_list([f"'{name}'" for name in slot_map.slot_names()]),
         # The group's current and history keep the member column as one of theirs.
         "member_column_list": _wrapped_list(

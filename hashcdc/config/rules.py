@@ -267,12 +267,8 @@ def table_rules(raw: dict[str, Any], file: str, problems: Problems) -> None:
     _group_rules(raw, problems)
 
 
-# A column's settings that change its shape over dates; a group's member has none (yet).
-SHAPE_SETTINGS = ("added", "removed", "renamed_from")
-
-
 def _group_rules(raw: dict[str, Any], problems: Problems) -> None:
-    """A group's member: a full extract whose columns all live in the group's state."""
+    """A group's member: a full or delta extract whose columns all live in the group's state."""
     group = raw.get("group")
     if not isinstance(group, str):
         return
@@ -290,12 +286,6 @@ def _group_rules(raw: dict[str, Any], problems: Problems) -> None:
             problems.add(
                 f"columns[{index}].sensitive", f"a table in a group has no sensitive columns{alone}"
             )
-        for setting in SHAPE_SETTINGS:
-            if column.get(setting):
-                problems.add(
-                    f"columns[{index}].{setting}",
-                    f"a column of a table in a group does not change shape yet{alone}",
-                )
 
 
 def group_problems(tables: list[Any]) -> list[str]:

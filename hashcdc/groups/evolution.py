@@ -19,6 +19,7 @@ import dataclasses
 import sys
 from typing import Any
 
+from hashcdc.config import ColumnConfig
 from hashcdc.groups import outcomes
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import Placement, SlotMap
@@ -42,22 +43,40 @@ def recorded_slots(properties: dict[str, str]) -> dict[str, dict[str, str]]:
 
 
 def moved_columns(
-    recorded: dict[str, dict[str, str]], slot_map: SlotMap, member: str
+    recorded: dict[str, dict[str, str]],
+    slot_map: SlotMap,
+    member: str,
+    renamed: dict[str, tuple[str, ...]] | None = None,
 ) -> list[Placement]:
-    """A member's columns whose slot in ``slot_map`` is not the one the state records."""
-    return [
-        p
-        for p in slot_map.of(member)
-        if recorded.get(member, {}).get(p.column, p.slot.name) != p.slot.name
-    ]
+    """A member's columns whose slot in ``slot_map`` is not the one the state records.
+
+    ``renamed``: a column's earlier names (``renamed_from``), under which the state may
+    record it.
+    """
+    known = recorded.get(member, {})
+    moved = []
+    for placement in slot_map.of(member):
+        names = (placement.column, *(renamed or {}).get(placement.column, ()))
+        slot = next((known[name] for name in names if name in known), placement.slot.name)
+        if slot != placement.slot.name:
+            moved.append(placement)
+    return moved
+
+
+def _is_recorded(column: ColumnConfig, known: dict[str, str]) -> bool:
+    """Whether the state records the column, under its name or an earlier one."""
+    return any(name in known for name in (column.name, *column.renamed_from))
 
 
 def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> Group:
     """The group with its members' added columns dated, its tables brought to its slots.
 
     A member whose column cannot be dated (the date is not after the member's latest), or
-    whose column's type moves it to another slot (a decimal's scale), is refused for the
-    date with what to do (:mod:`hashcdc.groups.outcomes`); its siblings run.
+    whose column would move to another slot (a decimal's scale), is refused for the date
+    with what to do (:mod:`hashcdc.groups.outcomes`); its siblings run. A column renamed
+    (``renamed_from``) keeps its slot; a column added with ``added:`` takes its date from
+    the config. The state records the members' slots as they are now (``hashcdc.slots``:
+    a refused member's as they were).
     """
     relations = group.relations.in_schema(schema)
     if not spark.catalog.tableExists(relations.state):
@@ -70,19 +89,26 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
         for key, value in properties.items()
         if key.startswith(ADDED_PROPERTY_PREFIX)
     }
-    new = {
-        m.name: [c for c in m.main_columns if c.name not in recorded[m.name]]
-        for m in group.enabled_members
-        if m.name in recorded and any(c.name not in recorded[m.name] for c in m.main_columns)
-    }
+    refused: set[str] = set()
+    new: dict[str, list[ColumnConfig]] = {}
     for member in group.enabled_members:
-        moved = moved_columns(recorded, slot_map, member.name)
+        if member.name not in recorded:
+            continue  # new to the group: its first date adds its columns
+        renamed = {c.name: c.renamed_from for c in member.main_columns if c.renamed_from}
+        moved = moved_columns(recorded, slot_map, member.name, renamed)
         if moved:
             outcomes.refuse(group.name, business_date, member.name, _moved(group, member, moved))
-            new.pop(member.name, None)
-    applied = member_applied_versions(spark, relations.state, list(new))
+            refused.add(member.name)
+            continue
+        fresh = [c for c in member.main_columns if not _is_recorded(c, recorded[member.name])]
+        if fresh:
+            new[member.name] = fresh
+    undated = {m: [c for c in columns if c.added is None] for m, columns in new.items()}
+    applied = member_applied_versions(spark, relations.state, [m for m, c in undated.items() if c])
     inferred: dict[str, list[str]] = {}
-    for member, columns in new.items():
+    for member, columns in undated.items():
+        if not columns:
+            continue
         latest = applied[member][-1].business_date if applied[member] else None
         if latest is not None and business_date <= latest:
             outcomes.refuse(
@@ -91,20 +117,20 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
                 member,
                 _undated(group, member, columns, business_date, latest),
             )
+            refused.add(member)
             continue
         inferred[member] = [c.name for c in columns]
         added.update({f"{member}.{c.name}": business_date for c in columns})
-    if inferred:
-        listed = ", ".join(
-            f"'{ADDED_PROPERTY_PREFIX}{m}.{c}' = '{business_date}'"
+    now = _recorded_now(slot_map, recorded, refused)
+    if inferred or now != properties.get(SLOTS_PROPERTY):
+        listed = "".join(
+            f", '{ADDED_PROPERTY_PREFIX}{m}.{c}' = '{business_date}'"
             for m, names in inferred.items()
             for c in names
         )
         # Recorded before the slots are added: a run killed in between knows them next time.
-        spark.sql(
-            f"alter table {relations.state} set tblproperties "
-            f"('{SLOTS_PROPERTY}' = '{slot_map.as_property()}', {listed})"
-        )
+        slots = f"'{SLOTS_PROPERTY}' = '{now}'"
+        spark.sql(f"alter table {relations.state} set tblproperties ({slots}{listed})")
         for member, names in inferred.items():
             print(
                 f"hashcdc: table '{member}' (group '{group.name}'): column(s) "
@@ -123,6 +149,17 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
             columns = ", ".join(f"`{s.name}` {s.data_type}" for s in lacking)
             spark.sql(f"alter table {table} add columns ({columns})")
     return _dated(group, added)
+
+
+def _recorded_now(slot_map: SlotMap, recorded: dict[str, dict[str, str]], refused: set[str]) -> str:
+    """The slot map the state records after the date: a refused member's as it was."""
+    entries = []
+    for member in sorted(set(slot_map.members) | set(recorded)):
+        if member in refused or member not in slot_map.members:
+            entries += [f"{member}:{c}={slot}" for c, slot in recorded.get(member, {}).items()]
+        else:
+            entries += [f"{member}:{p.column}={p.slot.name}" for p in slot_map.of(member)]
+    return ";".join(entries)
 
 
 def _dated(group: Group, added: dict[str, str]) -> Group:
@@ -164,23 +201,35 @@ def _undated(group: Group, member: str, columns: list[Any], business_date: str, 
 
 
 def member_shape_changes(
-    properties: dict[str, str], members: list[str]
+    properties: dict[str, str],
+    members: list[str],
+    declared: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """The shape changes of a group's members, as ``only_shape_differs`` takes a table's.
 
-    Member -> ``{'compared': its slots, 'changed': {slot: {'added': date}}}``, for the
-    members the state records a column added to (``hashcdc.added.<member>.<column>``).
+    Member -> ``{'compared': its compared slots, 'changed': {slot: change}}``: the changes
+    its config ``declared`` (the generator's ``member_shapes``, which also name its
+    compared slots when some of its columns are not compared), with the columns the state
+    records as added to it (``hashcdc.added.<member>.<column>``; a date the config gives
+    wins). Members without a change are left out.
     """
+    declared = declared or {}
     slots = recorded_slots(properties)
-    changes: dict[str, dict[str, Any]] = {}
+    changes: dict[str, dict[str, Any]] = {
+        member: {"compared": list(shape["compared"]), "changed": dict(shape["changed"])}
+        for member, shape in declared.items()
+        if member in members and shape.get("changed")
+    }
     for key, value in sorted(properties.items()):
         if not key.startswith(ADDED_PROPERTY_PREFIX):
             continue
         member, _, column = key.removeprefix(ADDED_PROPERTY_PREFIX).partition(".")
         if member not in members or column not in slots.get(member, {}):
             continue
-        change = changes.setdefault(
-            member, {"compared": list(slots[member].values()), "changed": {}}
-        )
-        change["changed"][slots[member][column]] = {"added": value}
+        compared = declared.get(member, {}).get("compared", list(slots[member].values()))
+        slot = slots[member][column]
+        if slot not in compared:
+            continue  # not compared (ignored): no shape change of the row's hash
+        change = changes.setdefault(member, {"compared": list(compared), "changed": {}})
+        change["changed"].setdefault(slot, {}).setdefault("added", value)
     return changes

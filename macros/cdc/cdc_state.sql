@@ -1,4 +1,4 @@
-{% macro cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction=0.5, hash_column='nonkeyhash', shape_changes={}, members=none) %}
+{% macro cdc_state(incoming, table_name, extract_type, columns, max_delete_fraction=0.5, hash_column='nonkeyhash', shape_changes={}, members=none, member_shapes={}) %}
 {%- if extract_type not in ('full', 'delta') -%}
     {{ exceptions.raise_compiler_error(
         "cdc_state: extract_type must be 'full' or 'delta' (change feeds use cdc_feed_state), got '"
@@ -27,8 +27,9 @@
 {%- set incoming = hashcdc.stage_relation(incoming) -%}
 {%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
-{#- A group's: each member's own (the columns added to it: hashcdc/groups/evolution.py). -#}
-{%- set member_changes = adapter.hashcdc_member_shape_changes(this, members | list)
+{#- A group's: each member's own, as its config says them (member_shapes) with the
+    columns added to it since (hashcdc/groups/evolution.py). -#}
+{%- set member_changes = adapter.hashcdc_member_shape_changes(this, members | list, member_shapes)
     if members is not none and previous_date is not none and execute else {} -%}
 {%- set missing_operation = 'D' if extract_type == 'full' else 'X' -%}
 {%- set member = 'table_name' if members is not none else none -%}

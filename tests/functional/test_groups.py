@@ -413,24 +413,34 @@ def test_a_group_of_four_tables_over_four_dates(
     joined = {"name": "joined", "type": "timestamp"}
     customers = _config("customers")
     customers["columns"] = [*CONFIGS["customers"]["columns"], joined]
+    # Orders' placed date is no longer sent (removed), regions' label is renamed title.
     orders = _config("orders")
     orders["columns"] = [
-        {**c, "type": "bigint"} if c["name"] == "customer_id" else c
+        {**c, "type": "bigint"}
+        if c["name"] == "customer_id"
+        else {**c, "removed": D4}
+        if c["name"] == "placed"
+        else c
         for c in CONFIGS["orders"]["columns"]
     ]
-    _configure(project, {"customers": customers, "orders": orders})
+    regions = _config("regions")
+    regions["columns"] = [
+        CONFIGS["regions"]["columns"][0],
+        {"name": "title", "type": "string", "renamed_from": ["label"]},
+    ]
+    _configure(project, {"customers": customers, "orders": orders, "regions": regions})
     project.write_csv(
         f"landing/customers/{D4}/part.csv",
         ["id", "name", "score", "joined"],
         [[1, "alice", 1.75, "2024-01-02 10:00:00"], [2, "bobby", 2.0, ""],
          [4, "dave", 4.5, ""], [5, "erin", 5.5, ""]],
     )  # fmt: skip
-    for name in ("orders", "regions"):
-        project.write_csv(
-            f"landing/{name}/{D4}/part.csv",
-            [c["name"] for c in CONFIGS[name]["columns"]],
-            EXTRACTS[name][D3] + ([[14, 3_000_000_000, "2.00", D4]] if name == "orders" else []),
-        )
+    project.write_csv(
+        f"landing/orders/{D4}/part.csv",
+        ["order_id", "customer_id", "amount"],
+        [row[:3] for row in EXTRACTS["orders"][D3]] + [[14, 3_000_000_000, "2.00"]],
+    )
+    project.write_csv(f"landing/regions/{D4}/part.csv", ["code", "title"], EXTRACTS["regions"][D3])
     code, out = _run(project, capsys, "run", "--date", D4)
     assert code == 0, out[-3000:]
     assert "column(s) 'joined' first appear in the extract of 2024-05-04" in out, out[-3000:]
@@ -446,8 +456,14 @@ def test_a_group_of_four_tables_over_four_dates(
         r["col_name"]: r["data_type"] for r in project.rows("describe table customers_current")
     }
     assert types["joined"] == "timestamp"
-    # The widened member: its one new order is the one change, its view has the new type.
+    # The widened member: its one new order is the one change (a column no longer sent
+    # is no update either), its view has the new type.
     assert _counts(project, D4)["orders"] == (4, 0, 1, 0, 0, 0, 3, "success")
+    # The renamed column keeps its slot and its hashes: no update, the view has its name.
+    assert _counts(project, D4)["regions"][3] == 0
+    assert ("eu", "Europe") in _current(project, "regions", "code, title")
+    properties = {r["key"]: r["value"] for r in project.rows(f"show tblproperties {GROUP}_state")}
+    assert "regions:title=string_2" in properties["hashcdc.slots"]
     assert project.rows("select order_id, customer_id from orders_current where order_id = 14") == [
         {"order_id": 14, "customer_id": 3_000_000_000}
     ]

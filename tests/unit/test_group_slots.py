@@ -88,7 +88,6 @@ def test_a_member_named_twice_is_refused() -> None:
     [
         ({"extract_type": "changes"}, {}, "tables in a group are full or delta extracts"),
         ({}, {"sensitive": True}, "no sensitive columns"),
-        ({}, {"added": "2024-01-02"}, "does not change shape yet"),
     ],
 )
 def test_what_a_member_cannot_be_yet_is_named(
@@ -226,3 +225,34 @@ def test_the_tables_of_a_group_share_one_extract_type(tmp_path: Path) -> None:
     files = {str(f.path): f.content for f in generate.generated_files(configs)}
     assert "extract_type='delta'" in files["models/crm/crm_state.sql"]
     assert "untouched_operation='X'" in files["models/crm/crm_current.sql"]
+
+
+def test_a_members_declared_changes_are_on_its_slots(tmp_path: Path) -> None:
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    orders = _member("orders", [("id", "bigint"), ("placed", "date"), ("note", "string")])
+    orders["columns"][1]["removed"] = "2024-05-04"  # type: ignore[index]
+    orders["columns"][2].update({"ignore": True})  # type: ignore[index]
+    regions = _member("regions", [("code", "string"), ("title", "string")])
+    regions["columns"][1]["renamed_from"] = ["label"]  # type: ignore[index]
+    for raw in (orders, regions):
+        (tables / f"{raw['name']}.yml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    state = {str(f.path): f.content for f in generate.generated_files(load_table_configs(tables))}[
+        "models/crm/crm_state.sql"
+    ]
+    # The ignored column is not compared; the removed one's change is on its slot; the
+    # renamed one keeps its hashes (its first name), so it is no shape change.
+    assert (
+        "member_shapes={'orders': {'compared': ['date_1'], "
+        "'changed': {'date_1': {'removed': '2024-05-04'}}}}" in state
+    ), state
+    recorded = recorded_slots({"hashcdc.slots": "regions:code=string_1;regions:label=string_2"})
+    renamed = place([("regions", [("code", "string"), ("title", "string")])])
+    assert moved_columns(recorded, renamed, "regions", {"title": ("label",)}) == []
+    # A column the state records as added joins the declared changes, unless not compared.
+    properties = {
+        "hashcdc.slots": "orders:id=bigint_1;orders:placed=date_1;orders:note=string_1",
+        "hashcdc.added.orders.note": "2024-05-02",
+    }
+    declared = {"orders": {"compared": ["date_1"], "changed": {}}}
+    assert member_shape_changes(properties, ["orders"], declared) == {}
