@@ -140,7 +140,13 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
                 file=sys.stdout,
                 flush=True,
             )
-    for table in (relations.state, relations.history):
+    add_slots(spark, [relations.state, relations.history], slot_map)
+    return _dated(group, added)
+
+
+def add_slots(spark: Any, tables: list[str], slot_map: SlotMap) -> None:
+    """The slots the group's tables lack, added (``ALTER TABLE ADD COLUMNS``: no rewrite)."""
+    for table in tables:
         if not spark.catalog.tableExists(table):
             continue
         existing = {f.name for f in spark.table(table).schema.fields}
@@ -148,7 +154,6 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
         if lacking:
             columns = ", ".join(f"`{s.name}` {s.data_type}" for s in lacking)
             spark.sql(f"alter table {table} add columns ({columns})")
-    return _dated(group, added)
 
 
 def _recorded_now(slot_map: SlotMap, recorded: dict[str, dict[str, str]], refused: set[str]) -> str:

@@ -18,7 +18,7 @@ import os
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlparse
@@ -215,7 +215,8 @@ def applied_from_history(
 
     The stream's micro-batches of a date are one entry: its version is the latest of
     them, and the date is open (no whole-date run closed it since). ``member``: the dates
-    a table group's member holds (:func:`effective_commits`).
+    a table group's member holds (:func:`effective_commits`); None on a group's state:
+    every member's dates, in date order.
     """
     # (first version, version, date, micro-batch): the first ends the date before.
     applied: list[tuple[int, int, str, bool]] = []
@@ -231,12 +232,23 @@ def applied_from_history(
         applied.append((first, version, date, batch))
     latest = max((int(row["version"]) for row in history), default=-1)
     ends = [first - 1 for first, _, _, _ in applied[1:]] + ([latest] if applied else [])
-    return [
+    dates = [
         DateVersion(
             version, date, end, is_open=batch, first_version=first if first < version else None
         )
         for (first, version, date, batch), end in zip(applied, ends, strict=True)
     ]
+    if (
+        dates
+        and member is None
+        and any(MEMBERS_KEY in json_object(c.get("userMetadata")) for c in history)
+    ):
+        # A table group's dates, all members': a member replayed alone or joined from a
+        # state of its own applies earlier dates after later ones. In date order, the
+        # latest holds the table as it is (each member at its own latest date).
+        dates.sort(key=lambda d: (d.business_date, d.version))
+        dates[-1] = replace(dates[-1], last_version=latest)
+    return dates
 
 
 def applied_versions(spark: Any, table: str) -> list[DateVersion]:

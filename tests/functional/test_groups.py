@@ -90,13 +90,18 @@ EXTRACTS: dict[str, dict[str, list[list[Any]]]] = {
 }
 
 
-def _config(name: str) -> dict[str, Any]:
+def _config(
+    name: str,
+    configs: dict[str, dict[str, Any]] = CONFIGS,
+    group: str | None = GROUP,
+    extract_type: str = "full",
+) -> dict[str, Any]:
     return {
         "name": name,
-        "extract_type": "full",
-        "group": GROUP,
+        "extract_type": extract_type,
+        **({"group": group} if group else {}),
         "source": f"landing/{name}/{{business_date}}",
-        **CONFIGS[name],
+        **configs[name],
     }
 
 
@@ -517,32 +522,20 @@ JOINING_EXTRACTS: dict[str, dict[str, list[list[Any]]]] = {
         D1: [[1, "a", "1.00"], [2, "b", "2.00"], [3, "c", "3.00"]],
         D2: [[1, "a", "1.50"], [2, "b", "2.00"], [4, "d", "4.00"]],
         D3: [[1, "a", "1.50"], [2, "bb", "2.00"], [4, "d", "4.00"], [5, "e", "5.00"]],
-        D4: [[1, "a", "1.50"]],
+        D4: [[1, "a", "1.50"], [2, "b", "2.00"], [4, "d", "4.00"]],
     },
     "labels": {
         D1: [["x", "ex"], ["y", "why"]],
         D2: [["x", "ex"], ["y", "why"], ["z", "zed"]],
         D3: [["x", "ex"], ["z", "zed"]],
-        D4: [["x", "ex"]],
+        D4: [["x", "ex"], ["z", "zed"]],
     },
     "ledgers": {D1: [[1, 1.0]], D2: [[1, 2.0]], D3: [[1, 2.0]], D4: [[1, 2.0]]},
 }
 
 
 def _joining(project: Any, names: list[str], group: str | None) -> None:
-    _configure(
-        project,
-        {
-            name: {
-                "name": name,
-                "extract_type": "full",
-                **({"group": group} if group else {}),
-                "source": f"landing/{name}/{{business_date}}",
-                **JOINING[name],
-            }
-            for name in names
-        },
-    )
+    _configure(project, {name: _config(name, JOINING, group) for name in names})
 
 
 def test_tables_that_ran_on_their_own_join_a_group(
@@ -552,7 +545,7 @@ def test_tables_that_ran_on_their_own_join_a_group(
 
     Their dates, history and rejects become the group's (a rerun of one of them restores
     its rows of the date before from a joined commit; `--as-of` reads a date it ran on its
-    own); a table with dates of its own cannot join a group that has run dates already.
+    own); a table with dates of its own joins a group that has run dates too.
     """
     for name, dates in JOINING_EXTRACTS.items():
         for date, rows in dates.items():
@@ -614,48 +607,50 @@ def test_tables_that_ran_on_their_own_join_a_group(
     assert _current(project, "accounts", "id, name") == {(1, "a"), (2, "b"), (4, "d")}
     assert _current(project, "labels", "code") == {("x",), ("z",)}
 
-    # A table with dates of its own cannot join the group now: refused, nothing written.
+    # A table with dates of its own joins the group after its first dates: its dates come
+    # after the group's in the log, and both go on from there.
     _joining(project, ["accounts", "labels", "ledgers"], "books")
     code, out = _run(project, capsys, "run", "--date", D4)
-    assert code != 0
+    assert code == 0, out[-3000:]
     said = " ".join(out.split())  # as wrapped for the terminal
-    assert "table 'ledgers' has run on its own (dates 2024-05-01 to 2024-05-03)" in said, said
-    assert "remove `group: books` from tables/ledgers.yml" in said
-    assert D4 not in {
-        str(r["business_date"]) for r in project.rows("select business_date from books_history")
-    }
-    assert project.rows("select id, total from ledgers_current") == [{"id": 1, "total": 2.0}]
+    assert "table 'ledgers' joined group 'books': its dates (2024-05-01 to 2024-05-03)" in said
+    counts = _counts(project, D4)
+    assert counts["ledgers"] == (1, 0, 0, 0, 0, 0, 1, "success")
+    assert counts["accounts"] == (3, 0, 0, 0, 0, 0, 3, "success")
+    assert counts["labels"] == (2, 0, 0, 0, 0, 0, 2, "success")
+    history = project.rows("select id, total, operation, business_date from ledgers_history")
+    assert sorted((r["operation"], str(r["business_date"]), r["total"]) for r in history) == [
+        ("I", D1, 1.0), ("U", D2, 2.0),
+    ]  # fmt: skip
+    code, out = _run(project, capsys, "query", "--as-of", D1, "select total from ledgers_current")
+    assert code == 0 and out.strip().splitlines()[-1] == "1.0", out
+    assert "ledgers_state" not in {r["tableName"] for r in project.rows("show tables")}
 
 
 def test_a_group_of_delta_extracts(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """Delta extracts in one group: a key a date does not supply is kept (X), per table."""
-    columns = {
-        "stock": [{"name": "item", "type": "int", "key": True}, {"name": "qty", "type": "int"}],
-        "prices": [
-            {"name": "sku", "type": "string", "key": True},
-            {"name": "price", "type": "decimal(8,2)"},
-        ],
+    configs = {
+        "stock": {
+            "columns": [
+                {"name": "item", "type": "int", "key": True},
+                {"name": "qty", "type": "int"},
+            ]
+        },
+        "prices": {
+            "columns": [
+                {"name": "sku", "type": "string", "key": True},
+                {"name": "price", "type": "decimal(8,2)"},
+            ]
+        },
     }
     extracts = {
         "stock": {D1: [[1, 10], [2, 20], [3, 30]], D2: [[2, 25], [4, 40]]},
         "prices": {D1: [["a", "1.00"], ["b", "2.00"]], D2: [["a", "1.00"]]},
     }
-    _configure(
-        project,
-        {
-            name: {
-                "name": name,
-                "extract_type": "delta",
-                "group": "shop",
-                "source": f"landing/{name}/{{business_date}}",
-                "columns": columns[name],
-            }
-            for name in columns
-        },
-    )
+    _configure(project, {name: _config(name, configs, "shop", "delta") for name in configs})
     for name, dates in extracts.items():
         for date, rows in dates.items():
-            header = [c["name"] for c in columns[name]]
+            header = [c["name"] for c in configs[name]["columns"]]
             project.write_csv(f"landing/{name}/{date}/part.csv", header, rows)
     code, out = _run(project, capsys, "run", "--date", D1, D2)
     assert code == 0, out[-3000:]

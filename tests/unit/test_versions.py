@@ -100,6 +100,27 @@ def test_a_group_members_dates_are_the_commits_that_name_it() -> None:
     assert [a.version for a in applied_from_history([date_commit(0, "2024-01-01")], "a")] == [0]
 
 
+def test_a_groups_dates_are_in_date_order_the_latest_holding_the_table_as_it_is() -> None:
+    # Group of a and b at days 1-3; x joined with its days 1-2, applied after them.
+    history = [
+        member_commit(0, "2024-01-01", "a", "b"),
+        member_commit(1, "2024-01-02", "a", "b"),
+        member_commit(2, "2024-01-03", "a", "b"),
+        member_commit(3, "2024-01-01", "x"),
+        member_commit(4, "2024-01-02", "x"),
+        set_property(5, "hashcdc.slots", "…"),
+    ]
+    assert applied_from_history(history) == [
+        DateVersion(0, "2024-01-01", 0),
+        DateVersion(3, "2024-01-01", 3),
+        DateVersion(1, "2024-01-02", 1),
+        DateVersion(4, "2024-01-02", 5),
+        # The group's latest date: the table as it is (x's rows too), not version 2.
+        DateVersion(2, "2024-01-03", 5),
+    ]
+    assert [d.version for d in applied_from_history(history, "x")] == [3, 4]
+
+
 def test_micro_batches_of_a_date_are_one_open_date_until_a_whole_date_run() -> None:
     batches = [
         date_commit(0, "2024-01-01"),

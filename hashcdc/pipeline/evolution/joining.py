@@ -2,27 +2,29 @@
 
 A table that ran on its own has its own state, history and rejects (``<t>_state``,
 ``<t>_history``, ``<t>_rejects``) and views over them. When its config gains ``group:``,
-the group's tables take them over before the group's first date (the group's stage calls
-:func:`join_group`; ``hashcdc upgrade`` does it for every group), so the table goes on
+the group's tables take them over before the command's dbt invocations
+(:func:`join_group`: ``hashcdc run``, ``replay`` and ``upgrade``), so the table goes on
 from its latest date as if it had always been a member:
 
 - **its dates and versions**: each date its state holds becomes one commit of the group's
   state that applies that date to the members that hold it (``hashcdc_members``), with
   each member's rows as its own state held them then, on the group's slots. A member's
   rerun, replay, ``--as-of`` and retention read these commits as any of the group's
-  (:func:`hashcdc.state.versions.effective_commits`);
+  (:func:`hashcdc.state.versions.effective_commits`). Into a new group the members' dates
+  are merged in date order; into a group that has run dates they come after the group's
+  in its log, which the group's own dates are read in date order from
+  (:func:`hashcdc.state.versions.applied_from_history`);
 - **its history, rejects and changelog**: every date's rows, each naming its table;
 - **what its state records**: the columns added to it (``hashcdc.added.<table>.<column>``).
 
-The group's state is written beside its name and renamed into place last, so its
-existence says the join is complete: a run killed before that starts it again (the
-history and rejects replace the joining members' rows, so a second copy replaces the
-first). The members' own tables are dropped only after that (a run killed in between drops them
-the next time), so dbt never meets a table where a member's view goes (dbt-spark drops a
-table in a view's way: a member's history would be lost without the copy).
-
-A group that has run dates already cannot put a table's earlier dates before its own in
-its log: such a table is refused with what to do (nothing is written).
+A new group's state is written beside its name and renamed into place last; a group that
+has run dates records the member in its slot map (``hashcdc.slots``) once all its dates
+are in. Until then the group's stage refuses the date (:func:`check_joined`) and the next
+command goes on from the dates the group holds (the history and rejects replace the
+member's rows, so a second copy replaces the first). The members' own tables are dropped
+last (a run killed before drops them the next time), so dbt never meets a table where a
+member's view goes (dbt-spark drops a table in a view's way: a member's history would be
+lost without the copy).
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ import sys
 from typing import Any
 
 from hashcdc.errors import InputDataError
+from hashcdc.groups.evolution import add_slots
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
 from hashcdc.pipeline.columns import HISTORY_OWN_COLUMNS, STATE_OWN_COLUMNS
-from hashcdc.pipeline.evolution.tables import REWRITE_SUFFIX
+from hashcdc.pipeline.evolution.tables import REWRITE_SUFFIX, evolve_group_images
 from hashcdc.pipeline.hashing import HASH_ALGORITHM_VERSION
 from hashcdc.relations import Relations
 from hashcdc.state.versions import (
@@ -45,6 +48,7 @@ from hashcdc.state.versions import (
     DateVersion,
     applied_versions,
     commit_metadata,
+    group_members,
     history_properties,
     is_delta,
     member_applied_versions,
@@ -55,14 +59,20 @@ from hashcdc.state.versions import (
 HASH_VERSION_PROPERTY = "hashcdc.hash_version"
 
 
-def own_states(spark: Any, schema: str, group: Group) -> dict[str, Relations]:
+def own_states(
+    spark: Any, schema: str, group: Group, names: list[str] | None = None
+) -> dict[str, Relations]:
     """The members that have a state of their own (a Delta table), with their relations.
 
-    One listing of the schema, not a look-up per member: the group's stage asks every date.
+    ``names``: of these members only (None: all). One listing of the schema, not a
+    look-up per member.
     """
+    members = [m for m in group.members if names is None or m.name in names]
+    if not members:
+        return {}
     listed = {row.tableName for row in spark.sql(f"show tables in {schema}").collect()}
     found = {}
-    for member in group.members:
+    for member in members:
         own = member.relations.in_schema(schema)
         if own.state.rsplit(".", 1)[-1] in listed and is_delta(spark, own.state):
             found[member.name] = own
@@ -81,32 +91,36 @@ def check_joined(spark: Any, schema: str, group: Group) -> None:
         Naming each such member and what to do.
 
     """
-    own = own_states(spark, schema, group)
+    relations = group.relations.in_schema(schema)
+    exists = spark.catalog.tableExists(relations.state)
+    # A member the group's state records has run in the group: only the others are asked
+    # (a group whose members all ran in it lists nothing, its every date).
+    recorded = group_members(table_properties(spark, relations.state)) if exists else []
+    own = own_states(
+        spark, schema, group, [m.name for m in group.members if m.name not in recorded]
+    )
     if not own:
         return
-    relations = group.relations.in_schema(schema)
-    if not spark.catalog.tableExists(relations.state):
-        names = ", ".join(f"'{m}'" for m in own)
-        raise InputDataError(
-            f"table(s) {names} ran on their own and their configs now name group "
-            f"'{group.name}': `hashcdc run` (or `hashcdc upgrade`) takes them into the group's "
-            "tables first, with their dates, history and rejects; a `dbt build` alone does "
-            "not. Nothing was written. Run `hashcdc upgrade`, then the date again."
-        )
-    held = member_applied_versions(spark, relations.state, list(own))
-    late = {m: r for m, r in own.items() if not held[m]}
-    if late:
-        raise InputDataError(_too_late(spark, group, late, relations.state))
+    names = ", ".join(f"'{m}'" for m in own)
+    raise InputDataError(
+        f"table(s) {names} ran on their own and their configs now name group "
+        f"'{group.name}': `hashcdc run` (or `hashcdc upgrade`) takes them into the group's "
+        "tables first, with their dates, history and rejects; a `dbt build` alone does "
+        "not. Nothing was written. Run `hashcdc upgrade`, then the date again."
+    )
 
 
 def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> list[str]:
     """Take the members that ran on their own into the group's tables; their names.
 
     Before a command's dbt invocations (``hashcdc run``, ``replay``, ``upgrade``): dbt
-    lists a schema's relations once, when it starts. A group that has run dates already
-    takes none (its stage refuses them: :func:`check_joined`). ``views``: their own views
-    are dropped too (``hashcdc upgrade``; the next date's run builds the member's views
-    under their names, and replaces them itself).
+    lists a schema's relations once, when it starts. Into a new group, the members' dates
+    are merged in date order into a state written beside its name and renamed into place;
+    into a group that has run dates, each member's dates are appended after the group's,
+    and the state records the member (``hashcdc.slots``) once they all are. A join killed
+    half-way goes on from the dates the group holds. ``views``: the members' own views are
+    dropped too (``hashcdc upgrade``; the next date's run builds the member's views under
+    their names, and replaces them itself).
 
     Raises
     ------
@@ -118,17 +132,25 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
     if not own:
         return []
     relations = group.relations.in_schema(schema)
-    if spark.catalog.tableExists(relations.state):
-        held = member_applied_versions(spark, relations.state, list(own))
-        if all(held[m] for m in own):
-            # Joined by a run killed before it dropped their own tables.
-            _drop_own(spark, own, views, _keeping_changelog(group))
-        return []
+    exists = spark.catalog.tableExists(relations.state)
+    held = (
+        member_applied_versions(spark, relations.state, list(own))
+        if exists
+        else {m: [] for m in own}
+    )
     dates: dict[str, list[DateVersion]] = {}
     for member, tables in own.items():
         _check_hashes(spark, group, member, tables.state)
-        dates[member] = applied_versions(spark, tables.state)
+        before = held[member][-1].business_date if held[member] else ""
+        dates[member] = [
+            d for d in applied_versions(spark, tables.state) if d.business_date > before
+        ]
     slot_map = group.slot_map
+    if exists:
+        add_slots(spark, [relations.state, relations.history], slot_map)
+        evolve_group_images(
+            spark, relations.changelog, [(s.name, s.data_type) for s in slot_map.slots]
+        )
     _copy_dated(
         spark,
         relations.history,
@@ -151,9 +173,19 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
         },
         history_properties(),
     )
-    _write_state(spark, relations.state, own, dates, group)
+    if exists:
+        _apply_dates(spark, relations.state, own, dates, slot_map, None)
+        properties = table_properties(spark, relations.state)
+        recorded = _with_members(properties.get(SLOTS_PROPERTY, ""), slot_map, list(own))
+        listed = ", ".join(
+            f"'{k}' = '{v}'" for k, v in ({SLOTS_PROPERTY: recorded} | _added(spark, own)).items()
+        )
+        spark.sql(f"alter table {relations.state} set tblproperties ({listed})")
+    else:
+        _write_state(spark, relations.state, own, dates, group)
     _drop_own(spark, own, views, _keeping_changelog(group))
-    for member, applied in dates.items():
+    for member in own:
+        applied = [*held[member], *dates[member]]
         span = f"{applied[0].business_date} to {applied[-1].business_date}" if applied else "none"
         print(
             f"hashcdc: table '{member}' joined group '{group.name}': its dates ({span}), "
@@ -170,6 +202,17 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
     return sorted(own)
 
 
+def _with_members(recorded: str, slot_map: SlotMap, members: list[str]) -> str:
+    """The state's slot map (``hashcdc.slots``) with these members' placements now.
+
+    The others' entries stay as recorded: their changes are the group's stage's to record
+    (:func:`hashcdc.groups.evolution.evolve_group`).
+    """
+    kept = [e for e in recorded.split(";") if e and e.split(":", 1)[0] not in members]
+    joined = [f"{m}:{p.column}={p.slot.name}" for m in sorted(members) for p in slot_map.of(m)]
+    return ";".join(sorted([*kept, *joined], key=lambda e: e.split(":", 1)[0]))
+
+
 def _check_hashes(spark: Any, group: Group, member: str, state: str) -> None:
     """A member's own state must hold the hashes the group's stage computes."""
     version = table_properties(spark, state).get(HASH_VERSION_PROPERTY)
@@ -181,26 +224,6 @@ def _check_hashes(spark: Any, group: Group, member: str, state: str) -> None:
             "first (remove `group:` from its config), which brings its hashes to this "
             "version, then put it back in the group."
         )
-
-
-def _too_late(spark: Any, group: Group, late: dict[str, Relations], state: str) -> str:
-    lines = []
-    for member, tables in late.items():
-        applied = applied_versions(spark, tables.state)
-        span = (
-            f" (dates {applied[0].business_date} to {applied[-1].business_date})" if applied else ""
-        )
-        config = next(m.config_file for m in group.members if m.name == member)
-        views = f"{tables.current}, {tables.scd2}"
-        lines.append(
-            f"table '{member}' has run on its own{span} and group '{group.name}' has run dates "
-            f"already ({state}): its earlier dates cannot go before the group's in the group's "
-            f"log. Nothing was written. Either keep it on its own (remove `group: {group.name}` "
-            f"from {config}), or start it afresh in the group: drop its tables {tables.state}, "
-            f"{tables.history}, {tables.rejects} and its views {views} (its history is lost), "
-            "then run the date again."
-        )
-    return "\n".join(lines)
 
 
 def _on_slots(
@@ -287,7 +310,10 @@ def _copy_dated(
     spark.sql(f"reset {COMMIT_METADATA_SETTING}")
     if spark.catalog.tableExists(table):
         members = ", ".join(f"'{m}'" for m in sorted(found))
-        spark.sql(f"insert into {table} replace where {MEMBER_COLUMN} in ({members}) {select}")
+        spark.sql(
+            f"insert into {table} replace where {MEMBER_COLUMN} in ({members}) "
+            f"{_in_order_of(spark, table, select)}"
+        )
         return
     listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
     spark.sql(
@@ -303,23 +329,38 @@ def _write_state(
     dates: dict[str, list[DateVersion]],
     group: Group,
 ) -> None:
-    """The group's state from its members' own: a commit per date, renamed into place last."""
+    """A new group's state from its members' own, written beside it, renamed into place."""
     written = state + REWRITE_SUFFIX
-    slot_map = group.slot_map
     spark.sql(f"drop table if exists {written}")
+    properties = (
+        state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
+        | NEW_STATE_PROPERTIES
+        | {SLOTS_PROPERTY: group.slot_map.as_property()}
+        | _added(spark, own)
+    )
+    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    if _apply_dates(spark, written, own, dates, group.slot_map, listed):
+        spark.sql(f"alter table {written} rename to {state}")
+
+
+def _apply_dates(
+    spark: Any,
+    state: str,
+    own: dict[str, Relations],
+    dates: dict[str, list[DateVersion]],
+    slot_map: SlotMap,
+    create: str | None,
+) -> bool:
+    """A commit of ``state`` per date, in date order, applying it to the members that hold it.
+
+    Each member's rows as its own state held them at that date, on the slots.
+    ``create``: ``state`` is made by the first commit, with these properties. Returns
+    whether there was a date.
+    """
     by_date: dict[str, dict[str, int]] = {}
     for member, applied in dates.items():
         for date in applied:
             by_date.setdefault(date.business_date, {})[member] = date.last_version
-    properties = (
-        state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
-        | NEW_STATE_PROPERTIES
-        | {SLOTS_PROPERTY: slot_map.as_property()}
-        | _added(spark, own)
-    )
-    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
-    if not by_date:
-        return
     for number, (date, versions) in enumerate(sorted(by_date.items())):
         select = " union all ".join(
             _on_slots(spark, own[m].state, m, slot_map, STATE_OWN_COLUMNS, v) or ""
@@ -327,18 +368,26 @@ def _write_state(
         )
         spark.sql(f"set {COMMIT_METADATA_SETTING} = {commit_metadata(date, members=versions)}")
         try:
-            if number == 0:
-                spark.sql(
-                    f"create table {written} using delta tblproperties ({listed}) as {select}"
-                )
+            if number == 0 and create is not None:
+                spark.sql(f"create table {state} using delta tblproperties ({create}) as {select}")
             else:
                 members = ", ".join(f"'{m}'" for m in sorted(versions))
                 spark.sql(
-                    f"insert into {written} replace where {MEMBER_COLUMN} in ({members}) {select}"
+                    f"insert into {state} replace where {MEMBER_COLUMN} in ({members}) "
+                    f"{_in_order_of(spark, state, select)}"
                 )
         finally:
             spark.sql(f"reset {COMMIT_METADATA_SETTING}")
-    spark.sql(f"alter table {written} rename to {state}")
+    return bool(by_date)
+
+
+def _in_order_of(spark: Any, table: str, select: str) -> str:
+    """``select`` with its columns in ``table``'s order (an insert matches by position).
+
+    A slot added to a group's table goes last, after hashcdc's columns.
+    """
+    columns = ", ".join(f"`{f.name}`" for f in spark.table(table).schema.fields)
+    return f"select {columns} from ({select}) as joined"
 
 
 def _added(spark: Any, own: dict[str, Relations]) -> dict[str, str]:
