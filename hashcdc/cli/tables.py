@@ -50,7 +50,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     """
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.groups.members import groups_of
-    from hashcdc.pipeline.evolution.joining import join_group
+    from hashcdc.pipeline.evolution.joining import join_group, own_states
     from hashcdc.pipeline.evolution.upgrade import upgrade_states
 
     project_dir = find_project_dir(args.project_dir)
@@ -63,7 +63,15 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     spark = spark_session(project_dir, args.target)
     schema = profile_output(project_dir, args.target)["schema"]
     with table_locks(spark, sorted(names)):
-        upgraded = [name for t in tables for name in upgrade_states(spark, schema, t)]
+        # A member's relations are the group's views once it joined: only a member that
+        # still has tables of its own has any of an earlier layout to upgrade.
+        own = {name for g in groups for name in own_states(spark, schema, g)}
+        upgraded = [
+            name
+            for t in tables
+            if t.group is None or t.name in own
+            for name in upgrade_states(spark, schema, t)
+        ]
         upgraded += [name for g in groups for name in join_group(spark, schema, g, views=True)]
     print(
         f"hashcdc upgrade: {len(upgraded)} table(s) upgraded"

@@ -607,13 +607,17 @@ def test_tables_that_ran_on_their_own_join_a_group(
     assert _current(project, "accounts", "id, name") == {(1, "a"), (2, "b"), (4, "d")}
     assert _current(project, "labels", "code") == {("x",), ("z",)}
 
-    # A table with dates of its own joins the group after its first dates: its dates come
-    # after the group's in the log, and both go on from there.
+    # A table with dates of its own joins the group after its first dates (`hashcdc
+    # upgrade`, without a date): its dates come after the group's in the log, its own
+    # views go, and the next date builds its member views.
     _joining(project, ["accounts", "labels", "ledgers"], "books")
-    code, out = _run(project, capsys, "run", "--date", D4)
+    code, out = _run(project, capsys, "upgrade")
     assert code == 0, out[-3000:]
     said = " ".join(out.split())  # as wrapped for the terminal
     assert "table 'ledgers' joined group 'books': its dates (2024-05-01 to 2024-05-03)" in said
+    assert "ledgers_current" not in {r["tableName"] for r in project.rows("show tables")}
+    code, out = _run(project, capsys, "run", "--date", D4)
+    assert code == 0, out[-3000:]
     counts = _counts(project, D4)
     assert counts["ledgers"] == (1, 0, 0, 0, 0, 0, 1, "success")
     assert counts["accounts"] == (3, 0, 0, 0, 0, 0, 3, "success")
