@@ -177,9 +177,7 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
         _apply_dates(spark, relations.state, own, dates, slot_map, None)
         properties = table_properties(spark, relations.state)
         recorded = _with_members(properties.get(SLOTS_PROPERTY, ""), slot_map, list(own))
-        listed = ", ".join(
-            f"'{k}' = '{v}'" for k, v in ({SLOTS_PROPERTY: recorded} | _added(spark, own)).items()
-        )
+        listed = _listed({SLOTS_PROPERTY: recorded} | _added(spark, own))
         spark.sql(f"alter table {relations.state} set tblproperties ({listed})")
     else:
         _write_state(spark, relations.state, own, dates, group)
@@ -315,7 +313,7 @@ def _copy_dated(
             f"{_in_order_of(spark, table, select)}"
         )
         return
-    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    listed = _listed(properties)
     spark.sql(
         f"create table {table} using delta partitioned by (business_date)"
         f"{f' tblproperties ({listed})' if listed else ''} as {select}"
@@ -338,7 +336,7 @@ def _write_state(
         | {SLOTS_PROPERTY: group.slot_map.as_property()}
         | _added(spark, own)
     )
-    listed = ", ".join(f"'{k}' = '{v}'" for k, v in properties.items())
+    listed = _listed(properties)
     if _apply_dates(spark, written, own, dates, group.slot_map, listed):
         spark.sql(f"alter table {written} rename to {state}")
 
@@ -379,6 +377,11 @@ def _apply_dates(
         finally:
             spark.sql(f"reset {COMMIT_METADATA_SETTING}")
     return bool(by_date)
+
+
+def _listed(properties: dict[str, str]) -> str:
+    """Table properties as ``tblproperties`` lists them: ``'key' = 'value', …``."""
+    return ", ".join(f"'{key}' = '{value}'" for key, value in properties.items())
 
 
 def _in_order_of(spark: Any, table: str, select: str) -> str:
