@@ -121,7 +121,7 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
             continue
         inferred[member] = [c.name for c in columns]
         added.update({f"{member}.{c.name}": business_date for c in columns})
-    now = _recorded_now(slot_map, recorded, refused)
+    now = slots_property(recorded, slot_map, set(slot_map.members) - refused)
     if inferred or now != properties.get(SLOTS_PROPERTY):
         listed = "".join(
             f", '{ADDED_PROPERTY_PREFIX}{m}.{c}' = '{business_date}'"
@@ -156,14 +156,20 @@ def add_slots(spark: Any, tables: list[str], slot_map: SlotMap) -> None:
             spark.sql(f"alter table {table} add columns ({columns})")
 
 
-def _recorded_now(slot_map: SlotMap, recorded: dict[str, dict[str, str]], refused: set[str]) -> str:
-    """The slot map the state records after the date: a refused member's as it was."""
+def slots_property(
+    recorded: dict[str, dict[str, str]], slot_map: SlotMap, members: set[str]
+) -> str:
+    """The slot map a group's state records (``hashcdc.slots``), members in name order.
+
+    ``members`` take their placements in ``slot_map`` now; every other member keeps the
+    entries the state records (a refused member, one not yet joined, one left the group).
+    """
     entries = []
     for member in sorted(set(slot_map.members) | set(recorded)):
-        if member in refused or member not in slot_map.members:
-            entries += [f"{member}:{c}={slot}" for c, slot in recorded.get(member, {}).items()]
-        else:
+        if member in members and member in slot_map.members:
             entries += [f"{member}:{p.column}={p.slot.name}" for p in slot_map.of(member)]
+        else:
+            entries += [f"{member}:{c}={slot}" for c, slot in recorded.get(member, {}).items()]
     return ";".join(entries)
 
 

@@ -89,11 +89,12 @@ def group_stage(
     if schema:
         check_joined(spark, schema, group)
         group = evolve_group(spark, schema, group, date)
-        evolve_group_images(
-            spark,
-            group.relations.in_schema(schema).changelog,
-            [(s.name, s.data_type) for s in group.slot_map.slots],
-        )
+        if any(m.changelog for m in group.members):
+            evolve_group_images(
+                spark,
+                group.relations.in_schema(schema).changelog,
+                [(s.name, s.data_type) for s in group.slot_map.slots],
+            )
     slot_map = group.slot_map
     names = outcomes.members_run(group.name, date, [m.name for m in group.enabled_members])
     members = [m for m in group.enabled_members if m.name in names]

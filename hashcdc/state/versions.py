@@ -74,6 +74,8 @@ NEW_STATE_PROPERTIES = {DELETION_VECTORS_PROPERTY: "false"}
 # A table group's state: where each member's columns sit on its slots, for readers
 # without Spark (hashcdc.groups.slots.SlotMap.as_property).
 SLOTS_PROPERTY = "hashcdc.slots"
+# The version of hashcdc's hashes a state's rows hold (the assert_hash_version guard).
+HASH_VERSION_PROPERTY = "hashcdc.hash_version"
 
 
 def state_properties(hash_version: int, extract_type: str | None = None) -> dict[str, str]:
@@ -84,7 +86,7 @@ def state_properties(hash_version: int, extract_type: str | None = None) -> dict
     """
     described = {UNTOUCHED_PROPERTY: untouched_operation(extract_type)} if extract_type else {}
     return described | {
-        "hashcdc.hash_version": str(hash_version),
+        HASH_VERSION_PROPERTY: str(hash_version),
         TIMESTAMPS_PROPERTY: MICROS,
         # A date's history is read from the change data feed of the date's commit.
         "delta.enableChangeDataFeed": "true",

@@ -33,7 +33,7 @@ import sys
 from typing import Any
 
 from hashcdc.errors import InputDataError
-from hashcdc.groups.evolution import add_slots
+from hashcdc.groups.evolution import add_slots, recorded_slots, slots_property
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
 from hashcdc.pipeline.columns import HISTORY_OWN_COLUMNS, STATE_OWN_COLUMNS
@@ -43,6 +43,7 @@ from hashcdc.relations import Relations
 from hashcdc.state.versions import (
     ADDED_PROPERTY_PREFIX,
     COMMIT_METADATA_SETTING,
+    HASH_VERSION_PROPERTY,
     NEW_STATE_PROPERTIES,
     SLOTS_PROPERTY,
     DateVersion,
@@ -55,8 +56,6 @@ from hashcdc.state.versions import (
     state_properties,
     table_properties,
 )
-
-HASH_VERSION_PROPERTY = "hashcdc.hash_version"
 
 
 def own_states(
@@ -175,9 +174,10 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
     )
     if exists:
         _apply_dates(spark, relations.state, own, dates, slot_map, None)
-        properties = table_properties(spark, relations.state)
-        recorded = _with_members(properties.get(SLOTS_PROPERTY, ""), slot_map, list(own))
-        listed = _listed({SLOTS_PROPERTY: recorded} | _added(spark, own))
+        # The others' entries stay as recorded: their changes are the stage's to record.
+        recorded = recorded_slots(table_properties(spark, relations.state))
+        slots = slots_property(recorded, slot_map, set(own))
+        listed = _listed({SLOTS_PROPERTY: slots} | _added(spark, own))
         spark.sql(f"alter table {relations.state} set tblproperties ({listed})")
     else:
         _write_state(spark, relations.state, own, dates, group)
@@ -198,17 +198,6 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
             flush=True,
         )
     return sorted(own)
-
-
-def _with_members(recorded: str, slot_map: SlotMap, members: list[str]) -> str:
-    """The state's slot map (``hashcdc.slots``) with these members' placements now.
-
-    The others' entries stay as recorded: their changes are the group's stage's to record
-    (:func:`hashcdc.groups.evolution.evolve_group`).
-    """
-    kept = [e for e in recorded.split(";") if e and e.split(":", 1)[0] not in members]
-    joined = [f"{m}:{p.column}={p.slot.name}" for m in sorted(members) for p in slot_map.of(m)]
-    return ";".join(sorted([*kept, *joined], key=lambda e: e.split(":", 1)[0]))
 
 
 def _check_hashes(spark: Any, group: Group, member: str, state: str) -> None:
@@ -242,20 +231,35 @@ def _on_slots(
         return None
     source = table if version is None else f"{table} version as of {version}"
     had = {f.name for f in spark.sql(f"select * from {source} limit 0").schema.fields}
-    placed = {p.slot.name: p.column for p in slot_map.of(member)}
     slots = (
-        [
-            f"cast(`{placed[s.name]}` as {s.data_type}) as `{s.name}`"
-            if placed.get(s.name) in had
-            else f"cast(null as {s.data_type}) as `{s.name}`"
-            for s in slot_map.slots
-        ]
+        [f"{value} as `{slot}`" for slot, value in _slot_values(slot_map, member, had)]
         if own is not None
         else []
     )
     trailing = ["*"] if own is None else [f"`{c}`" for c in own]
     listed = ", ".join([f"'{member}' as {MEMBER_COLUMN}", *slots, *trailing])
     return f"select {listed} from {source}"
+
+
+def _slot_values(
+    slot_map: SlotMap, member: str, had: set[str], struct: str = ""
+) -> list[tuple[str, str]]:
+    """Each slot of the group and its value in a member's row: (slot, expression).
+
+    A slot the member's column sits on, that column (of ``struct``, an image) cast to the
+    slot's type when the source ``had`` it (a column added later is null); any other, null.
+    """
+    placed = {p.slot.name: p.column for p in slot_map.of(member)}
+    prefix = f"{struct}." if struct else ""
+    return [
+        (
+            s.name,
+            f"cast({prefix}`{placed[s.name]}` as {s.data_type})"
+            if placed.get(s.name) in had
+            else f"cast(null as {s.data_type})",
+        )
+        for s in slot_map.slots
+    ]
 
 
 def _images_on_slots(spark: Any, source: str, member: str, slot_map: SlotMap) -> str | None:
@@ -268,14 +272,10 @@ def _images_on_slots(spark: Any, source: str, member: str, slot_map: SlotMap) ->
         return None
     image_type = spark.table(source).schema["before_image"].dataType
     had = {f.name for f in image_type.fields}
-    placed = {p.slot.name: p.column for p in slot_map.of(member)}
 
     def on_slots(image: str) -> str:
         fields = ", ".join(
-            f"'{s.name}', cast({image}.`{placed[s.name]}` as {s.data_type})"
-            if placed.get(s.name) in had
-            else f"'{s.name}', cast(null as {s.data_type})"
-            for s in slot_map.slots
+            f"'{slot}', {value}" for slot, value in _slot_values(slot_map, member, had, image)
         )
         return f"if({image} is null, null, named_struct({fields})) as {image}"
 
