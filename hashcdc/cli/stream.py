@@ -47,6 +47,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         project_dir=work.project_dir,
         schema=profile_output(work.project_dir, args.target)["schema"],
         tables=tables,
+        configs=work.configs,
         log_dir=work.log_dir,
         extra=("--target", args.target) if args.target else (),
         turn=writer_turn,

@@ -267,6 +267,7 @@ def table_context(table: TableConfig) -> dict[str, Any]:
         "changelog": table.changelog,
         "changelog_members": None,  # a group's changelog: its members with one
         "is_feed": table.is_feed,
+        "is_group": False,
         "is_keyless": table.is_keyless,
         "is_audit": is_audit,
         "hash_version": HASH_ALGORITHM_VERSION,
@@ -366,6 +367,10 @@ MEMBER_TRAILING = {
 }
 
 
+# What a change feed's history keeps besides (the sequence of the last event applied).
+FEED_TRAILING = {"history": ["event_sequence"]}
+
+
 # The group's outputs, rendered by a table's own templates.
 OUTPUT_TEMPLATES = ("current.sql.j2", "history.sql.j2")
 
@@ -414,7 +419,8 @@ def group_context(group: Group) -> dict[str, Any]:
         "history_retention_hook": _members_retention(group, lambda m: m.history_retention_days),
         "rejects_retention_hook": _members_retention(group, lambda m: m.rejects_retention_days),
         "untouched_operation": untouched_operation(group.extract_type),
-        "is_feed": False,
+        "is_feed": group.is_feed,
+        "is_group": True,
         "is_audit": False,
         "is_keyless": False,
         "grants": None,
@@ -491,12 +497,14 @@ def _group_files(group: Group) -> list[GeneratedFile]:
             )
         for view, group_relation in views.items():
             kind = view.rsplit("_", 1)[1]
+            feed = FEED_TRAILING.get(kind, []) if group.is_feed else []
+            trailing = [*MEMBER_TRAILING[kind], *feed]
             member_context = context | {
                 "name": member.name,
                 "note": GENERATED_NOTE.format(config=member.config_file),
                 "group_relation": group_relation,
                 "placements": placements if kind != "rejects" else "[]",
-                "trailing": _wrapped_list([f"'{c}'" for c in MEMBER_TRAILING[kind]], indent=12),
+                "trailing": _wrapped_list([f"'{c}'" for c in trailing], indent=12),
             }
             content = _render("member.sql.j2", member_context)
             files.append(

@@ -617,7 +617,8 @@ class TableConfig:
         "run as one: one stage, one diff, one commit of the group's state and history for all "
         "of them, so a date costs the rows that changed, not the number of tables. Each table "
         "still reads as its own <name>_current, _history, _scd2, _rejects (and _changelog). "
-        "The tables of a group are all full extracts or all deltas (README, 'Table groups').",
+        "The tables of a group are all full extracts, all deltas or all change feeds of one "
+        "order and transport (README, 'Table groups').",
         pattern=NAME,
         message=IDENTIFIER_MESSAGE,
     )

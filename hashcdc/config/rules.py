@@ -268,17 +268,28 @@ def table_rules(raw: dict[str, Any], file: str, problems: Problems) -> None:
 
 
 def _group_rules(raw: dict[str, Any], problems: Problems) -> None:
-    """A group's member: a full or delta extract whose columns all live in the group's state."""
+    """A group's member: an extract or a keyed feed, its columns all in the group's state."""
     group = raw.get("group")
     if not isinstance(group, str):
         return
     alone = "; remove `group:` to run the table on its own"
-    if raw.get("extract_type") not in ("full", "delta"):
+    if raw.get("extract_type") not in ("full", "delta", "changes"):
         problems.add(
             "group",
-            "tables in a group are full or delta extracts, this one is "
+            "tables in a group are full or delta extracts or change feeds, this one is "
             f"{raw.get('extract_type')!r}{alone}",
         )
+    changes = raw.get("changes")
+    if raw.get("extract_type") == "changes" and isinstance(changes, dict):
+        if changes.get("history") == "audit":
+            problems.add(
+                "changes.history", f"a change feed in a group keeps the net history{alone}"
+            )
+        columns = [c for c in raw.get("columns") or [] if isinstance(c, dict)]
+        if columns and not any(c.get("key") is True for c in columns):
+            problems.add(
+                "group", f"a change feed in a group has a key (its rows are matched by it){alone}"
+            )
     for index, column in enumerate(raw.get("columns") or []):
         if not isinstance(column, dict):
             continue
@@ -313,7 +324,22 @@ def group_problems(tables: list[Any]) -> list[str]:
                 "group share one extract_type; put it in a group of its kind (or run it on "
                 "its own: no `group:`)"
             )
+        elif table.is_feed and _event_order(table) != _event_order(other):
+            problems.append(
+                f"{table.config_file}: change feed '{table.name}' in group '{table.group}' is "
+                f"ordered by {_event_order(table)}, its table '{other.name}' by "
+                f"{_event_order(other)}: the feeds of a group share one changes.sequence_by "
+                "and one transport (files or Kafka), as the tables of one connector or one "
+                "`hashcdc capture` do; put it in a group of its kind (or run it on its own)"
+            )
     return problems
+
+
+def _event_order(table: Any) -> str:
+    """A feed's event order and transport, which the feeds of a group share."""
+    fields = ", ".join(f"{f.field} {f.type}" for f in table.changes.sequence_by)
+    transport = "Kafka" if table.source.kafka is not None else "files"
+    return f"({fields}) from {transport}"
 
 
 # Where `hashcdc extract` lands a database table's snapshot: files it writes whole.

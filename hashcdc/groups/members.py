@@ -30,8 +30,13 @@ class Group:
 
     @property
     def extract_type(self) -> str:
-        """The members' extract type, which they share (``full`` or ``delta``)."""
+        """The members' extract type, which they share (``full``, ``delta`` or ``changes``)."""
         return self.members[0].extract_type if self.members else "full"
+
+    @property
+    def is_feed(self) -> bool:
+        """Whether the members are change feeds (they share their events' order)."""
+        return self.extract_type == "changes"
 
     @property
     def enabled_members(self) -> tuple[TableConfig, ...]:

@@ -21,12 +21,17 @@ from hashcdc.groups import outcomes
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN
 from hashcdc.pipeline.columns import ROW_ERRORS, SOURCE_FILE
-from hashcdc.pipeline.feed import PriorState, fail_on_conflicting_events, report_skipped_events
+from hashcdc.pipeline.feed import (
+    PriorState,
+    fail_on_conflicting_events,
+    read_phase,
+    report_skipped_events,
+)
 from hashcdc.pipeline.group_stage import member_rows
 from hashcdc.pipeline.rejects import with_row_numbers
 from hashcdc.pipeline.session_stage import StageCounts, record_counts
 from hashcdc.pipeline.stage import state_table
-from hashcdc.state.plan import DateCommand, plan_of
+from hashcdc.state.plan import DateCommand, member_plans, plan_of
 
 MAX_REPORTED_ROWS = 10
 
@@ -117,6 +122,45 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
         fail_on_duplicate_keys(table, date, loaded)
 
 
+def _report_unapplied_events(
+    spark: SparkSession, dbt: Any, group: Group, written: DataFrame, members: list[str]
+) -> None:
+    """A feed group's members' skipped events and tombstones, said as a table's are.
+
+    A micro-batch reads its date's files again: the events its earlier batches applied
+    are skipped by design, and a late one is reported by the run that closes the date.
+    """
+    date = dbt.business_date
+    command = DateCommand.from_dict({**dbt.command, "business_date": date})
+    if not members or command.micro_batch:
+        return
+    state = group.relations.in_schema(dbt.this.schema).state
+    plans = member_plans(spark, state, command, members)
+    slot_map = group.slot_map
+    for member in group.members:
+        if member.name in plans:
+            before = plans[member.name].before
+            prior = PriorState.at(spark, state, before and before.last_version, member.name)
+            loaded = member_rows(written, member.name, slot_map)
+            report_skipped_events(member, date, loaded.where(F.col(ROW_ERRORS).isNull()), prior)
+
+
+def _members_repeating_keys(written: DataFrame, is_feed: bool) -> set[str]:
+    """The members of a group's stage with a key twice (feeds: at one sequence), in one query."""
+    keys = [MEMBER_COLUMN, "keyhash"]
+    if is_feed:
+        keys += ["event_sequence", read_phase(F.col("event_op")).alias("phase")]
+    loaded = written.where(F.col(ROW_ERRORS).isNull() & F.col("keyhash").isNotNull())
+    counted = loaded.groupBy(*keys)
+    repeats = (
+        counted.agg(F.count_distinct("event_id").alias("count")) if is_feed else counted.count()
+    )
+    return {
+        row[MEMBER_COLUMN]
+        for row in repeats.where(F.col("count") > 1).select(MEMBER_COLUMN).distinct().collect()
+    }
+
+
 def reject_limit_exceeded(table: TableConfig, rejected: int, total: int) -> str | None:
     """Which configured limit ``rejected`` of ``total`` rows exceeds, in words; or None."""
     if table.max_rejects is not None and rejected > table.max_rejects:
@@ -179,28 +223,33 @@ def validate_group_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> N
     """
     group = Group.from_dict(dbt.config.meta_get("hashcdc_table"))
     date = dbt.business_date
-    counted = {
-        row[MEMBER_COLUMN]: (int(row["rows"]), int(row["rejected"]))
-        for row in written.groupBy(MEMBER_COLUMN)
-        .agg(F.count(F.lit(1)).alias("rows"), F.count(ROW_ERRORS).alias("rejected"))
+    # A feed's events a member had applied before (or tombstones), said once per member.
+    unapplied = (
+        F.count_if(F.col(ROW_ERRORS).isNull() & ~F.coalesce(F.col("is_new_event"), F.lit(False)))
+        if group.is_feed
+        else F.lit(0)
+    )
+    rows = (
+        written.groupBy(MEMBER_COLUMN)
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count(ROW_ERRORS).alias("rejected"),
+            unapplied.alias("unapplied"),
+        )
         .collect()
-    }
+    )
+    counted = {row[MEMBER_COLUMN]: (int(row["rows"]), int(row["rejected"])) for row in rows}
+    _report_unapplied_events(
+        spark, dbt, group, written, [r[MEMBER_COLUMN] for r in rows if r["unapplied"]]
+    )
     total = sum(rows for rows, _ in counted.values())
     rejected = sum(rejects for _, rejects in counted.values())
     record_counts(
         f"{dbt.this.schema}.{dbt.this.identifier}", date, StageCounts(total, rejected, None)
     )
-    # One aggregation finds the members with a key twice; only theirs are looked at.
-    repeated = {
-        row[MEMBER_COLUMN]
-        for row in written.where(F.col(ROW_ERRORS).isNull())
-        .groupBy(MEMBER_COLUMN, "keyhash")
-        .count()
-        .where(F.col("count") > 1)
-        .select(MEMBER_COLUMN)
-        .distinct()
-        .collect()
-    }
+    # One aggregation finds the members with a key twice (a feed's: two different events
+    # of a key at one position); only theirs are looked at.
+    repeated = _members_repeating_keys(written, group.is_feed)
     slot_map = group.slot_map
     run = outcomes.members_run(group.name, date, [m.name for m in group.enabled_members])
     for member in group.enabled_members:
@@ -212,8 +261,13 @@ def validate_group_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> N
                 own = member_rows(written, member.name, slot_map)
                 check_reject_limits(spark, member, date, own, rejects, rows)
             if member.name in repeated and not member.duplicates_keep_last_by:
-                own = member_rows(written, member.name, slot_map)
-                fail_on_duplicate_keys(member, date, own.where(F.col(ROW_ERRORS).isNull()))
+                loaded = member_rows(written, member.name, slot_map).where(
+                    F.col(ROW_ERRORS).isNull()
+                )
+                if member.is_feed:
+                    fail_on_conflicting_events(member, date, loaded)
+                else:
+                    fail_on_duplicate_keys(member, date, loaded)
         except InputDataError as refusal:
             outcomes.refuse(group.name, date, member.name, str(refusal))
     refused = outcomes.refused(group.name, date)

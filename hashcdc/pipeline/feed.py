@@ -427,14 +427,22 @@ class PriorState:
     rows: DataFrame | None
 
     @classmethod
-    def at(cls, spark: SparkSession, state: str | None, version: int | None) -> PriorState:
+    def at(
+        cls,
+        spark: SparkSession,
+        state: str | None,
+        version: int | None,
+        member: str | None = None,
+    ) -> PriorState:
         """``state`` at ``version`` (a date's plan says which: ``prior_version``); none: no rows.
 
         A version, not the table: the stage may be read again after the batch's commit.
+        ``member``: a table group's state, of which this member's rows.
         """
         if state is None or version is None:
             return cls(None)
-        return cls(spark.sql(f"select * from {state} version as of {version}"))
+        rows = spark.sql(f"select * from {state} version as of {version}")
+        return cls(rows if member is None else rows.where(F.col("table_name") == member))
 
     def watermark(self) -> DataFrame | None:
         """One row: the ``_watermark``, and how many ``A`` and ``P`` rows the state has.

@@ -28,12 +28,20 @@ from hashcdc.groups import outcomes
 from hashcdc.groups.evolution import evolve_group
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
-from hashcdc.pipeline.columns import HASH_COLUMNS, REJECT_DETAIL_COLUMNS, ROW_ERRORS, SOURCE_FILE
+from hashcdc.pipeline.columns import (
+    EVENT_COLUMNS,
+    HASH_COLUMNS,
+    REJECT_DETAIL_COLUMNS,
+    ROW_ERRORS,
+    SOURCE_FILE,
+)
 from hashcdc.pipeline.evolution.joining import check_joined
 from hashcdc.pipeline.evolution.tables import evolve_group_images
+from hashcdc.pipeline.feed import PriorState
 from hashcdc.pipeline.projections import built_once
 from hashcdc.pipeline.rejects import rejected_rows
 from hashcdc.pipeline.stage import typecast_and_hash
+from hashcdc.state.plan import DateCommand, member_plans
 
 TRAILING = ("business_date", SOURCE_FILE, ROW_ERRORS, *REJECT_DETAIL_COLUMNS)
 # Members whose DataFrames are built side by side.
@@ -42,20 +50,25 @@ BUILDERS = 8
 UNION_VIEW = "hashcdc_group_member_"
 
 
-def on_slots(frame: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:
+def _own_columns(is_feed: bool) -> tuple[str, ...]:
+    """The stage's own columns between the slots and :data:`TRAILING`: hashes (and events)."""
+    return (*[c.name for c in HASH_COLUMNS], *(EVENT_COLUMNS if is_feed else ()))
+
+
+def on_slots(frame: DataFrame, member: str, slot_map: SlotMap, is_feed: bool = False) -> DataFrame:
     """A member's stage rows with its columns on the group's slots (unused slots null)."""
     placed = {p.slot.name: p.column for p in slot_map.of(member)}
     slots = tuple((s.name, s.data_type) for s in slot_map.slots)
     return frame.select(
         *built_once(
-            ("on_slots", member, slots, tuple(sorted(placed.items()))),
-            lambda: _slot_projection(member, placed, slots),
+            ("on_slots", member, slots, tuple(sorted(placed.items())), is_feed),
+            lambda: _slot_projection(member, placed, slots, is_feed),
         )
     )
 
 
 def _slot_projection(
-    member: str, placed: dict[str, str], slots: tuple[tuple[str, str], ...]
+    member: str, placed: dict[str, str], slots: tuple[tuple[str, str], ...], is_feed: bool
 ) -> list[Column | str]:
     """:func:`on_slots`' projection: the member's name, its slots, the stage's own columns."""
     return [
@@ -64,7 +77,7 @@ def _slot_projection(
             (F.col(placed[name]) if name in placed else F.lit(None)).cast(data_type).alias(name)
             for name, data_type in slots
         ],
-        *[c.name for c in HASH_COLUMNS],
+        *_own_columns(is_feed),
         *TRAILING,
     ]
 
@@ -101,13 +114,17 @@ def group_stage(
     if not members:
         raise InputDataError(f"group '{group.name}': no table of it runs {date} (paused or held)")
 
+    priors = _prior_states(spark, schema, group, date, command, [m.name for m in members])
+
     def member_frame(member: TableConfig) -> DataFrame | None:
         try:
-            frame = typecast_and_hash(spark, member.to_dict(), date, command=command)
+            frame = typecast_and_hash(
+                spark, member.to_dict(), date, command=command, prior=priors.get(member.name)
+            )
         except InputDataError as refusal:
             outcomes.refuse(group.name, date, member.name, str(refusal))
             return None
-        return on_slots(frame, member.name, slot_map)
+        return on_slots(frame, member.name, slot_map, group.is_feed)
 
     # Building a member's DataFrame is thousands of calls into the JVM, each waiting on
     # its answer: side by side, the waits overlap (py4j gives each thread its own).
@@ -116,6 +133,30 @@ def group_stage(
     if not frames:
         raise InputDataError("\n".join(outcomes.refused(group.name, date).values()))
     return union_all(spark, frames, f"{UNION_VIEW}{group.name}_")
+
+
+def _prior_states(
+    spark: SparkSession,
+    schema: str | None,
+    group: Group,
+    date: str,
+    command: dict[str, Any] | None,
+    members: list[str],
+) -> dict[str, PriorState]:
+    """A feed group's members' states before the date, each read at its own plan's version.
+
+    Its events are new to a member when the group's state as the member's plan reads it
+    has not applied them (a member rerun alone reads its own date before).
+    """
+    if not group.is_feed or not schema:
+        return {}
+    state = group.relations.in_schema(schema).state
+    asked = DateCommand.from_dict({**(command or {}), "business_date": date})
+    plans = member_plans(spark, state, asked, members)
+    return {
+        member: PriorState.at(spark, state, plan.prior_version, member)
+        for member, plan in plans.items()
+    }
 
 
 def union_all(spark: SparkSession, frames: list[DataFrame], prefix: str) -> DataFrame:
@@ -138,7 +179,7 @@ def member_rows(stage: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:
     """A member's rows of the group's stage with its own columns again (as its own stage)."""
     return stage.where(F.col(MEMBER_COLUMN) == member).select(
         *[F.col(p.slot.name).cast(p.data_type).alias(p.column) for p in slot_map.of(member)],
-        *[c.name for c in HASH_COLUMNS],
+        *_own_columns(EVENT_COLUMNS[0] in stage.columns),
         *TRAILING,
     )
 

@@ -129,6 +129,7 @@ def typecast_and_hash(
     schema: str | None = None,
     prepare: bool = True,
     command: dict[str, Any] | None = None,
+    prior: PriorState | None = None,
 ) -> DataFrame:
     """Build the stage DataFrame of one table for one business date.
 
@@ -153,6 +154,9 @@ def typecast_and_hash(
         has not applied them (``prior_version``: on top of a micro-batch's earlier
         commits, else the date before); a micro-batch that lists files reads only those
         of the date's files (those the stream has not read before).
+    prior : PriorState, optional
+        A change feed's state before the date, when its plan is not its own state's (a
+        member of a table group: :func:`hashcdc.pipeline.group_stage.group_stage`).
 
     Returns
     -------
@@ -183,9 +187,10 @@ def typecast_and_hash(
     # The columns the date's extract carries, with the types it is read with.
     read = table.as_read_on(date)
     if table.is_feed:
-        state = state_table(schema, table)
-        plan = plan_of(spark, state, asked, table.name)
-        prior = PriorState.at(spark, state, plan.prior_version)
+        if prior is None:
+            state = state_table(schema, table)
+            plan = plan_of(spark, state, asked, table.name)
+            prior = PriorState.at(spark, state, plan.prior_version)
         return _stage_columns(_event_stage(spark, read, files, prior), table, date)
     typed = _typed_with_errors(table_reader(read).read_rows(spark, read, files), read)
     hashed = with_hashes(typed, row_hashes(read))

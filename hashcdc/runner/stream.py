@@ -37,6 +37,8 @@ from typing import Any
 
 from hashcdc.config import TableConfig
 from hashcdc.dates import date_bounds_ms
+from hashcdc.groups import outcomes
+from hashcdc.groups.members import stages_of
 from hashcdc.pipeline.inputs import table_reader
 from hashcdc.pipeline.transports import StreamLimits, StreamRead, Watch, transport_of
 from hashcdc.relations import Relations
@@ -44,7 +46,7 @@ from hashcdc.runner.invocation import invoke_and_audit
 from hashcdc.runtime.lock import table_locks
 from hashcdc.runtime.project import table_selector
 from hashcdc.state import audit
-from hashcdc.state.versions import DateVersion, applied_versions
+from hashcdc.state.versions import DateVersion, applied_versions, member_applied_versions
 
 # The var that makes a date's run a micro-batch (read by the macro date_command).
 MICRO_BATCH_VAR = "hashcdc_micro_batch"
@@ -96,12 +98,45 @@ def _batch_of(row: Any) -> Batch:
     )
 
 
+@dataclass(frozen=True)
+class Streamed:
+    """What the stream applies in one micro-batch: a change feed, or a table group's feeds.
+
+    A group's micro-batch applies the events of every member that has new ones, in one
+    dbt invocation and one commit of the group's state; the members without new events
+    are held back from it (:func:`hashcdc.groups.outcomes.holding`).
+    """
+
+    name: str
+    members: tuple[TableConfig, ...]
+    is_group: bool = False
+
+    @property
+    def relations(self) -> Relations:
+        """The state's (and stage's) relations: the table's, or the group's."""
+        return Relations(self.name)
+
+
+def streamed_units(tables: list[TableConfig]) -> list[Streamed]:
+    """The feeds as the stream applies them: each table of its own, each group's together."""
+    groups: dict[str, list[TableConfig]] = {}
+    units: list[Streamed] = []
+    for table in tables:
+        if table.group is None:
+            units.append(Streamed(table.name, (table,)))
+        else:
+            groups.setdefault(table.group, []).append(table)
+    units += [Streamed(name, tuple(members), True) for name, members in sorted(groups.items())]
+    return units
+
+
 @dataclass
 class Stream:
     """The stream of some change-feed tables in one Spark session.
 
     ``turn`` gives each step the writer's turn (the engine's, :func:`writer_turn`);
-    ``stopping`` says when to stop, checked between steps.
+    ``stopping`` says when to stop, checked between steps. ``configs``: every table of
+    the project (a group's members not streamed are held back from its micro-batches).
     """
 
     spark: Any
@@ -113,6 +148,7 @@ class Stream:
     turn: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
     stopping: Callable[[], bool] = lambda: False
     print: Callable[[str], None] = print
+    configs: list[TableConfig] = field(default_factory=list)
     # Bounded micro-batches, whatever the backlog (a stream started after a long stop): at
     # most this many landed files, or records of a topic, a batch; the rest in later ones.
     max_files: int = 100
@@ -120,7 +156,7 @@ class Stream:
     # Minutes after an open date's end (the table's zone) when the stream closes it itself;
     # None: when a later date's first events come (or a user's `hashcdc run --date`).
     close_after: float | None = None
-    # When each table's open date was last looked at for --close-after (monotonic seconds).
+    # When each unit's open date was last looked at for --close-after (monotonic seconds).
     close_looked: dict[str, float] = field(default_factory=dict)
     # Each table's watch of its transport: what it has read of the landing or the topic.
     watches: dict[str, Watch] = field(default_factory=dict)
@@ -133,11 +169,12 @@ class Stream:
             f"folders and topics every {interval:g} s"
             + (" (once)" if once else " (SIGTERM or Ctrl-C stops)")
         )
+        units = streamed_units(self.tables)
         while not self.stopping():
-            for table in self.tables:
-                if table.name not in self.failed and not self.stopping():
-                    self.step(table)
-            if once or len(self.failed) == len(self.tables):
+            for unit in units:
+                if unit.name not in self.failed and not self.stopping():
+                    self.step(unit)
+            if once or len(self.failed) == len(units):
                 break
             for _ in self._pauses(interval):
                 if self.stopping():
@@ -156,14 +193,33 @@ class Stream:
             time.sleep(min(0.2, left))
             yield
 
-    def step(self, table: TableConfig) -> None:
-        """Apply what landed since this stream last looked; close the open date when due."""
-        for read in self._watch(table).reads(lambda: self._latest(table)):
-            if self.stopping() or not self._turn(table, self._latest(table), read):
+    def step(self, unit: Streamed) -> None:
+        """Apply what landed since this stream last looked; close the open date when due.
+
+        Each member's watch offers its reads in order; the earliest date among the next
+        read of each is applied as one micro-batch of the members that have one.
+        """
+        # A group's dates move as one: its members' reads are weighed against its latest.
+        pending = {m.name: self._watch(m).reads(lambda: self._latest(unit)) for m in unit.members}
+        heads: dict[str, StreamRead] = {}
+        while not self.stopping():
+            for name in [n for n in pending if n not in heads]:
+                read = next(pending[name], None)
+                if read is None:
+                    del pending[name]
+                else:
+                    heads[name] = read
+            if not heads:
                 break
-            read.done()
-        if table.name not in self.failed and not self.stopping():
-            self._close_when_over(table)
+            date = min(read.business_date for read in heads.values())
+            batch = {name: read for name, read in heads.items() if read.business_date == date}
+            if not self._turn(unit, date, batch):
+                return
+            for name, read in batch.items():
+                read.done()
+                del heads[name]
+        if unit.name not in self.failed and not self.stopping():
+            self._close_when_over(unit)
 
     def _watch(self, table: TableConfig) -> Watch:
         """The table's watch of its transport (made on the first step)."""
@@ -180,94 +236,135 @@ class Stream:
             self.watches[table.name] = transport.watch(self.spark, table, self.project_dir, limits)
         return self.watches[table.name]
 
-    def _turn(self, table: TableConfig, latest: DateVersion | None, read: StreamRead) -> bool:
-        """One micro-batch (``read``) in the writer's turn; whether it succeeded.
+    def _turn(self, unit: Streamed, date: str, batch: dict[str, StreamRead]) -> bool:
+        """One micro-batch (the ``batch`` members' reads) in the writer's turn; whether it went.
 
-        The open date is closed first when the read's date is later; a failure pauses the
-        table.
+        The open date is closed first when the batch's date is later; a failure pauses the
+        table (a group: all its members).
         """
-        date, files = read.business_date, read.locations
-        with self.turn(), table_locks(self.spark, [table.name]):
+        files = [location for read in batch.values() for location in read.locations]
+        with self.turn(), table_locks(self.spark, [m.name for m in unit.members]):
+            latest = self._latest(unit)
             if latest is not None and latest.is_open and date > latest.business_date:
-                closed = self._close(table, latest.business_date)
-                if closed.status in audit.FAILED_STATUSES:
-                    self._fail(table, closed)
+                closed = self._close(unit, latest.business_date)
+                if any(b.status in audit.FAILED_STATUSES for b in closed):
+                    self._fail(unit, closed)
                     return False
-            applied = self._apply(table, date, files)
-        self.print(applied.line())
-        if applied.status in audit.FAILED_STATUSES:
-            self._fail(table, applied)
+            applied = self._apply(unit, date, files, list(batch))
+        for line in applied:
+            self.print(line.line())
+        if any(b.status in audit.FAILED_STATUSES for b in applied):
+            self._fail(unit, applied)
             return False
         return True
 
-    def _close_when_over(self, table: TableConfig) -> None:
+    def _close_when_over(self, unit: Streamed) -> None:
         """Close the open date once ``close_after`` minutes have passed since its end.
 
         A late event of the date that comes after this applies to it again (it opens
         again) and a step within a minute closes it again, as a replay would. Not while a
         topic's broker is away (the close reads the topic).
         """
-        if self.close_after is None or self._watch(table).away:
+        if self.close_after is None or any(self._watch(m).away for m in unit.members):
             return  # a topic's broker away: the close would read the topic
         # A date ends once a day: a look a minute is enough (the first at once).
         now = time.monotonic()
-        if now - self.close_looked.get(table.name, -math.inf) < 60:
+        if now - self.close_looked.get(unit.name, -math.inf) < 60:
             return
-        self.close_looked[table.name] = now
-        latest = self._latest(table)
+        self.close_looked[unit.name] = now
+        latest = self._latest(unit)
         if latest is None or not latest.is_open:
             return
-        end_ms = date_bounds_ms(latest.business_date, table.time_zone)[1]
+        end_ms = date_bounds_ms(latest.business_date, unit.members[0].time_zone)[1]
         if time.time() * 1000 < end_ms + self.close_after * 60_000:
             return
-        with self.turn(), table_locks(self.spark, [table.name]):
-            closed = self._close(table, latest.business_date)
-        if closed.status in audit.FAILED_STATUSES:
-            self._fail(table, closed)
+        with self.turn(), table_locks(self.spark, [m.name for m in unit.members]):
+            closed = self._close(unit, latest.business_date)
+        if any(b.status in audit.FAILED_STATUSES for b in closed):
+            self._fail(unit, closed)
 
-    def _fail(self, table: TableConfig, batch: Batch) -> None:
-        self.failed[table.name] = batch.error or batch.status
+    def _fail(self, unit: Streamed, batches: list[Batch]) -> None:
+        failed = [b for b in batches if b.status in audit.FAILED_STATUSES]
+        self.failed[unit.name] = "; ".join(b.error or b.status for b in failed)
+        what = f"group {unit.name} (its tables)" if unit.is_group else unit.name
         self.print(
-            f"hashcdc stream: {table.name} paused at {batch.business_date} (the other tables go "
+            f"hashcdc stream: {what} paused at {failed[0].business_date} (the other tables go "
             "on); fix the cause and start the stream again"
         )
 
-    def _latest(self, table: TableConfig) -> DateVersion | None:
-        state = table.relations.in_schema(self.schema).state
+    def _latest(self, unit: Streamed) -> DateVersion | None:
+        """The latest date the state holds (a group's: of any of its members)."""
+        state = unit.relations.in_schema(self.schema).state
         if not self.spark.catalog.tableExists(state):
             return None
         applied = applied_versions(self.spark, state)
         return applied[-1] if applied else None
 
-    def _apply(self, table: TableConfig, date: str, files: list[str]) -> Batch:
-        """One micro-batch: the table's stage and states (and its views, the first time).
+    def _open_members(self, unit: Streamed, date: str) -> list[str]:
+        """The members of a group whose ``date`` the stream left open (they close it)."""
+        state = unit.relations.in_schema(self.schema).state
+        names = [m.name for m in unit.members]
+        held = member_applied_versions(self.spark, state, names)
+        return [
+            name
+            for name in names
+            if held[name] and held[name][-1].business_date == date and held[name][-1].is_open
+        ]
+
+    def _apply(
+        self, unit: Streamed, date: str, files: list[str], members: list[str]
+    ) -> list[Batch]:
+        """One micro-batch: the stage and states (and the views, the first time).
 
         ``files``: the date's files to read (new or changed since this stream read them);
-        empty: all of them.
+        empty: all of them. ``members``: a group's members whose events the batch applies.
         """
-        names = Relations(table.name)
+        names = unit.relations
         pairs = [(names.state, names.current)]
-        if table.sensitive_columns:
+        if any(m.sensitive_columns for m in unit.members):
             pairs.append((names.sensitive_state, names.sensitive_current))
         nodes = [names.stage]
         for state, current in pairs:
             nodes.append(state)
             if not self.spark.catalog.tableExists(f"{self.schema}.{current}"):
                 nodes.append(current)
+        if unit.is_group:
+            nodes += [
+                m.relations.current
+                for m in unit.members
+                if not self.spark.catalog.tableExists(f"{self.schema}.{m.relations.current}")
+            ]
         variables = ["--vars", json.dumps({MICRO_BATCH_VAR: files or True})]
-        return self._invoke("run", table, date, ["--select", *nodes, *variables])
+        return self._invoke("run", unit, date, ["--select", *nodes, *variables], members)
 
-    def _close(self, table: TableConfig, date: str) -> Batch:
-        """The open date as a whole: its tags and counts, history, tests and audit."""
-        batch = self._invoke("build", table, date, table_selector([table.name]))
-        self.print(batch.line(closing=True))
-        return batch
+    def _close(self, unit: Streamed, date: str) -> list[Batch]:
+        """The open date as a whole: its tags and counts, history, tests and audit.
 
-    def _invoke(self, command: str, table: TableConfig, date: str, select: list[str]) -> Batch:
+        A group's members the stream applied nothing of on the date are held back (no
+        events of theirs landed for it).
+        """
+        members = self._open_members(unit, date) if unit.is_group else [unit.name]
+        selector = table_selector([m.name for m in unit.members], stages_of(unit.members))
+        batches = self._invoke("build", unit, date, selector, members)
+        for batch in batches:
+            self.print(batch.line(closing=True))
+        return batches
+
+    def _invoke(
+        self, command: str, unit: Streamed, date: str, select: list[str], members: list[str]
+    ) -> list[Batch]:
         args = [*self.extra, *select, "--log-path", str(self.log_dir), "--quiet"]
-        done = invoke_and_audit(self.spark, self.project_dir, command, args, date)
+        held = [m.name for m in self._group_tables(unit) if m.name not in members]
+        with outcomes.holding(held):
+            done = invoke_and_audit(self.spark, self.project_dir, command, args, date)
         if done.rows:
-            return _batch_of(done.rows[0].asDict())
+            return [_batch_of(row.asDict()) for row in done.rows]
         if done.success:
-            return Batch(table.name, date, "success", 0, {}, 0.0, None, None)
-        return Batch(table.name, date, "error", 0, {}, 0.0, None, done.first_error())
+            return [Batch(unit.name, date, "success", 0, {}, 0.0, None, None)]
+        return [Batch(unit.name, date, "error", 0, {}, 0.0, None, done.first_error())]
+
+    def _group_tables(self, unit: Streamed) -> list[TableConfig]:
+        """Every table of a group (those not streamed too); a table of its own: itself."""
+        if not unit.is_group:
+            return list(unit.members)
+        return [t for t in self.configs or unit.members if t.group == unit.name]

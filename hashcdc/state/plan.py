@@ -232,15 +232,32 @@ def member_restores(
     alone makes them part from its siblings'); a member whose plan undoes nothing is left
     out. The group's one plan decides the rest (the mode, what the diff reads).
     """
-    applied = member_applied_versions(spark, state, members)
     undone: dict[str, int | None] = {}
-    for member in members:
-        plan = plan_date(
-            command, applied[member], lambda version: same_shape_at(spark, state, version), member
-        )
+    for member, plan in member_plans(spark, state, command, members).items():
         if plan.restores is not None or plan.empties:
             undone[member] = plan.restores
     return undone
+
+
+def member_plans(
+    spark: Any, state: str, command: DateCommand, members: Sequence[str]
+) -> dict[str, DatePlan]:
+    """Each member's own plan of ``command`` on a table group's state (one read of its log).
+
+    A member's rerun, replay or refusal is its own; so is the version a change feed's
+    events are read against (``prior_version``).
+    """
+    exists = spark.catalog.tableExists(state)
+    applied = member_applied_versions(spark, state, members) if exists else {}
+    return {
+        member: plan_date(
+            command,
+            applied.get(member, []),
+            lambda version: same_shape_at(spark, state, version),
+            member,
+        )
+        for member in members
+    }
 
 
 def plan_of(spark: Any, state: str | None, command: DateCommand, table_name: str = "") -> DatePlan:

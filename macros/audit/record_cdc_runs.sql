@@ -222,7 +222,8 @@
     {%- set started_at = (starts | min) if starts else run_started_at -%}
     {%- set ended_at = (ends | max) if ends else started_at -%}
     {%- set table_config = stage_result.node.config.meta.get('hashcdc_table', {}) -%}
-    {%- set is_feed = table_config.get('extract_type') == 'changes' -%}
+    {#- A group's members share their extract type. -#}
+    {%- set is_feed = ((table_config.get('members') or [table_config])[0]).get('extract_type') == 'changes' -%}
     {%- set members = [] -%}
     {%- for member in table_config.get('members', []) if member.get('enabled', true) -%}
         {%- do members.append(member.name) -%}
@@ -273,7 +274,7 @@
                 table_name,
                 count(*) as rows_in,
                 count_if(_row_errors is not null) as rejects,
-                cast(null as timestamp) as latest_event_at
+                {{ hashcdc._latest_event_at(is_feed) }} as latest_event_at
             from {{ hashcdc.stage_relation(stage, business_date) }}
             where table_name in ('{{ members | join("', '") }}')
             group by table_name
@@ -291,7 +292,7 @@
             select
                 count(*) as rows_in,
                 count_if(_row_errors is not null) as rejects,
-                {{ 'max(if(_row_errors is null and is_new_event, event_time, null))' if is_feed else 'cast(null as timestamp)' }} as latest_event_at
+                {{ hashcdc._latest_event_at(is_feed) }} as latest_event_at
             from {{ hashcdc.stage_relation(stage, business_date) }}
             {%- endif %}
         ) as incoming
@@ -335,4 +336,11 @@
         {%- endfor %}
     {%- endset -%}
     {{ return(row) }}
+{% endmacro %}
+
+
+{% macro _latest_event_at(is_feed) %}
+    {#- The source commit time of the latest event a feed's date applied (the stream's lag). -#}
+    {{ return('max(if(_row_errors is null and is_new_event, event_time, null))'
+        if is_feed else 'cast(null as timestamp)') }}
 {% endmacro %}

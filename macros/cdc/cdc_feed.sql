@@ -1,4 +1,4 @@
-{% macro cdc_feed_state(incoming, table_name, columns, keyless=false, hash_column='nonkeyhash', shape_changes={}) %}
+{% macro cdc_feed_state(incoming, table_name, columns, keyless=false, hash_column='nonkeyhash', shape_changes={}, members=none, member_shapes={}) %}
 {#- The rows a date's change events write to the state (merged by hashcdc.merge_state):
     the events not applied before (the stage's is_new_event), in sequence order, net per
     key, compared with the previous state; the keys they touch (I, U, D, and N: supplied
@@ -6,39 +6,52 @@
     sequence applied so far) and the date's counts; one 'A' row per event applied at the
     watermark's position its event_id (as nonkeyhash), so that the rest of a snapshot
     landed later is still applied ('a' removes an A row the watermark has left). A topic's
-    events (source.kafka) also keep a watermark per Kafka partition: a P row each. -#}
+    events (source.kafka) also keep a watermark per Kafka partition: a P row each.
+    members: a table group's state (`table_name` the group), as cdc_state's: each member
+    its own keys, truncates, watermarks, A and P rows and W row; a member not run is not
+    read. -#}
 {%- set business_date = hashcdc.business_date() -%}
+{%- set members = hashcdc._run_members(table_name, members) -%}
 {%- set previous = hashcdc.checked_previous_state(business_date, table_name) -%}
 {%- set previous_date = previous.business_date if previous else none -%}
 {%- set shape_changes = hashcdc._with_recorded_additions(shape_changes, table_name, previous_date) -%}
+{%- set member_changes = adapter.hashcdc_member_shape_changes(this, members | list, member_shapes)
+    if members is not none and previous_date is not none and execute else {} -%}
 {%- set state_columns = columns + (['copies'] if keyless else []) -%}
 {%- set partitioned = hashcdc.reads_partitions(incoming) -%}
+{%- set member = 'table_name' if members is not none else none -%}
+{%- set by_member = member ~ ', ' if member else '' -%}
 with
 
 {{ hashcdc.feed_applied_events(
-    incoming, this if previous else none, previous, columns, hash_column) }},
+    incoming, this if previous else none, previous, columns, hash_column, members) }},
 {%- if partitioned %}
 
 previous_partitions as (
     {#- The watermarks of the Kafka partitions (P rows). #}
     {{- hashcdc._previous_state_rows(
         this if previous else none, previous, 'previous_applied',
-        ['keyhash', 'event_sequence'], operations=['P']) }}
+        ([member] if member else []) + ['keyhash', 'event_sequence'], operations=['P'],
+        members=members) }}
 ),
 {%- endif %}
 
 previous_state as (
     {{- hashcdc._previous_state_rows(
         this if previous else none, previous, 'applied_events',
-        columns + ['keyhash', 'nonkeyhash', 'event_sequence'],
+        ([member] if member else []) + columns + ['keyhash', 'nonkeyhash', 'event_sequence'],
         typed_extras=dict(
-            ({'copies': 'bigint'} if keyless else {}), eff_start_date='date', seen_date='date')) }}
+            ({'copies': 'bigint'} if keyless else {}), eff_start_date='date', seen_date='date'),
+        members=members) }}
 ),
 
-{{ hashcdc.feed_net_key_events(columns, keyless) }},
+{{ hashcdc.feed_net_key_events(columns, keyless, member) }},
 
 compared as (
     select
+        {%- if member %}
+        coalesce(net_key_events.{{ member }}, previous_state.{{ member }}) as {{ member }},
+        {%- endif %}
         net_key_events.keyhash as event_keyhash,
         net_key_events.is_upsert,
         net_key_events.nonkeyhash as event_nonkeyhash,
@@ -64,7 +77,9 @@ compared as (
     from net_key_events
     full outer join previous_state
         on net_key_events.keyhash = previous_state.keyhash
-    cross join last_truncate
+        {{- hashcdc._same_member(member, 'net_key_events', 'previous_state') }}
+    {{ hashcdc._join_truncate(
+        member and 'coalesce(net_key_events.' ~ member ~ ', previous_state.' ~ member ~ ')') }}
 ),
 
 reshaped as (
@@ -76,7 +91,8 @@ reshaped as (
         {%- else %}
         is_upsert
         and event_nonkeyhash != previous_nonkeyhash
-        and {{ hashcdc.only_shape_differs('event_row', shape_changes, business_date) }}
+        and {{ hashcdc._only_shape_differs_of(
+            'event_row', member, member_changes, shape_changes, business_date) }}
             as is_reshaped
         {%- endif %}
     from compared
@@ -109,7 +125,7 @@ operations_tagged as (
 
 new_state as (
     select
-        if(
+        {{ by_member }}if(
             (operation in ('I', 'U') or is_reshaped) and event_row is not null,
             event_row,
             previous_row
@@ -136,17 +152,19 @@ new_state as (
     where operation is not null and operation != 'X'
 ),
 
-operation_counts as (
-    {{ hashcdc._operation_counts(
-        '(select * from operations_tagged where operation is not null)',
-        'previous_nonkeyhash') }}
+counted_operations as (
+    select * from operations_tagged where operation is not null
 ),
 
-{{ hashcdc.feed_watermark_bookkeeping(partitioned) }},
+operation_counts as (
+    {{ hashcdc._operation_counts('counted_operations', 'previous_nonkeyhash', members=members) }}
+),
+
+{{ hashcdc.feed_watermark_bookkeeping(partitioned, member) }},
 
 final as (
     select
-        {{ hashcdc._column_list(columns, 'state_row') }},
+        {{ by_member }}{{ hashcdc._column_list(columns, 'state_row') }},
         {{- "\n        copies," if keyless }}
         keyhash,
         nonkeyhash,
@@ -159,7 +177,7 @@ final as (
     from new_state
     union all
     select
-        {{ hashcdc._null_columns(state_columns) }},
+        {{ by_member }}{{ hashcdc._null_columns(state_columns) }},
         keyhash,
         event_id as nonkeyhash,
         operation,
@@ -175,22 +193,27 @@ select * from final
 {% endmacro %}
 
 
-{% macro feed_net_key_events(columns, keyless=false) %}
+{% macro feed_net_key_events(columns, keyless=false, member=none) %}
 {#- CTEs last_truncate, key_events, key_events_after_truncate, (with a key)
     ranked_key_events and net_key_events: the applied events (CTE applied_events) as the
-    net change of each key, after the date's latest truncate. -#}
+    net change of each key, after the date's latest truncate. member: the column naming a
+    group's member (each its own keys and truncates). -#}
+{%- set by_member = member ~ ', ' if member else '' -%}
 last_truncate as (
     {#- Everything before the latest truncate of the date is void. -#}
-    select max(event_sequence) as truncated_at
+    select {{ by_member }}max(event_sequence) as truncated_at
     from applied_events
     where event_op = 't'
+    {%- if member %}
+    group by {{ member }}
+    {%- endif %}
 ),
 
 key_events as (
     {#- Each event as a change of one key; an update that moves a row to another key
         (or, without a key, any update) is also a removal of its before key. -#}
     select
-        keyhash,
+        {{ by_member }}keyhash,
         event_sequence,
         {#- At one position, a snapshot's read comes before a streamed change. #}
         if(event_op = 'r', 0, 1) as read_phase,
@@ -204,7 +227,7 @@ key_events as (
     where event_op != 't'
     union all
     select
-        before_keyhash as keyhash,
+        {{ by_member }}before_keyhash as keyhash,
         event_sequence,
         1 as read_phase,
         false as is_upsert,
@@ -218,7 +241,7 @@ key_events as (
 key_events_after_truncate as (
     select key_events.*
     from key_events
-    cross join last_truncate
+    {{ hashcdc._join_truncate(member and 'key_events.' ~ member) }}
     where
         last_truncate.truncated_at is null
         or key_events.event_sequence > last_truncate.truncated_at
@@ -229,7 +252,7 @@ ranked_key_events as (
     select
         key_events_after_truncate.*,
         row_number() over (
-            partition by keyhash
+            partition by {{ by_member }}keyhash
             order by event_sequence desc, read_phase desc, is_upsert desc
         ) as recency
     from key_events_after_truncate
@@ -241,18 +264,18 @@ net_key_events as (
     {#- Without a key, identical rows are counted: the net effect is the sum of the
         copies the events add and remove. -#}
     select
-        keyhash,
+        {{ by_member }}keyhash,
         sum(copies_delta) as copies_delta,
         true as is_upsert,
         max_by(nonkeyhash, if(event_row is null, null, event_sequence)) as nonkeyhash,
         max_by(event_row, if(event_row is null, null, event_sequence)) as event_row,
         max(event_sequence) as event_sequence
     from key_events_after_truncate
-    group by keyhash
+    group by {{ by_member }}keyhash
     {%- else %}
     {#- With a key, the latest event of each key wins. -#}
     select
-        keyhash,
+        {{ by_member }}keyhash,
         is_upsert,
         nonkeyhash,
         event_row,
@@ -264,20 +287,41 @@ net_key_events as (
 {%- endmacro %}
 
 
-{% macro feed_watermark_bookkeeping(partitioned=false) %}
+{% macro feed_watermark_bookkeeping(partitioned=false, member=none) %}
 {#- CTEs watermark, applied_at_watermark, left_behind and bookkeeping: the W row (the
     watermark and the date's counts, from CTE operation_counts), an A row per event applied
     at its watermark's position, an 'a' row per earlier A row the watermarks have left
     (from CTEs applied_events, delivered_events, previous_watermark and previous_applied).
     `partitioned` (a topic's events): also CTEs partition_positions and
     partition_watermarks, a P row per Kafka partition (from CTEs previous_partitions and
-    last_truncate). -#}
+    last_truncate). member: the column naming a group's member: each member its own W, A
+    and P rows (one W row per row of CTE operation_counts). -#}
+{%- set by_member = member ~ ', ' if member else '' -%}
 watermark as (
+    {%- if member %}
+    select
+        operation_counts.{{ member }},
+        greatest(previous.event_sequence, applied.event_sequence) as event_sequence
+    from operation_counts
+    left join (
+        select {{ member }}, max(event_sequence) as event_sequence
+        from previous_watermark
+        group by {{ member }}
+    ) as previous
+        on operation_counts.{{ member }} = previous.{{ member }}
+    left join (
+        select {{ member }}, max(event_sequence) as event_sequence
+        from applied_events
+        group by {{ member }}
+    ) as applied
+        on operation_counts.{{ member }} = applied.{{ member }}
+    {%- else %}
     select
         greatest(
             (select max(event_sequence) from previous_watermark),
             (select max(event_sequence) from applied_events)
         ) as event_sequence
+    {%- endif %}
 ),
 {%- if partitioned %}
 
@@ -286,34 +330,46 @@ partition_positions as (
         the floor of partitions with no row of their own, first the table's watermark
         when partitions get watermarks (what a state without them had applied). -#}
     select
-        keyhash,
+        {{ by_member }}keyhash,
         event_sequence
     from previous_partitions
     union all
     select
-        partition_keyhash as keyhash,
+        {{ by_member }}partition_keyhash as keyhash,
         event_sequence
     from delivered_events
     where partition_keyhash is not null
     union all
+    {%- if member %}
+    select
+        watermark.{{ member }},
+        cast(null as binary) as keyhash,
+        previous.event_sequence
+    from watermark
+    left join previous_watermark as previous
+        on watermark.{{ member }} = previous.{{ member }}
+    left anti join previous_partitions
+        on watermark.{{ member }} = previous_partitions.{{ member }}
+    {%- else %}
     select
         cast(null as binary) as keyhash,
         (select max(event_sequence) from previous_watermark) as event_sequence
     from (select count(*) as tracked from previous_partitions) as tracking
     where tracking.tracked = 0
+    {%- endif %}
 ),
 
 partition_watermarks as (
     {#- Raised to the date's truncate: a partition read behind the others may still hold
         events from before it, which the truncate has voided. -#}
     select
-        partition_positions.keyhash,
+        {{ 'partition_positions.' ~ by_member if member }}partition_positions.keyhash,
         greatest(
             max(partition_positions.event_sequence), max(last_truncate.truncated_at)
         ) as event_sequence
     from partition_positions
-    cross join last_truncate
-    group by partition_positions.keyhash
+    {{ hashcdc._join_truncate(member and 'partition_positions.' ~ member) }}
+    group by {{ 'partition_positions.' ~ by_member if member }}partition_positions.keyhash
 ),
 {%- endif %}
 
@@ -321,15 +377,21 @@ applied_at_watermark as (
     {#- Today's events at their watermark's position (the earlier dates' A rows stay while
         the watermark has not moved). -#}
     select distinct
-        delivered_events.keyhash,
+        {{ 'delivered_events.' ~ by_member if member }}delivered_events.keyhash,
         delivered_events.event_id,
         delivered_events.event_sequence
     from delivered_events
     {%- if partitioned %}
     left join partition_watermarks
         on delivered_events.partition_keyhash = partition_watermarks.keyhash
+        {{- hashcdc._same_member(member, 'delivered_events', 'partition_watermarks') }}
     {%- endif %}
+    {%- if member %}
+    inner join watermark
+        on delivered_events.{{ member }} = watermark.{{ member }}
+    {%- else %}
     cross join watermark
+    {%- endif %}
     where
         delivered_events.event_sequence = {{
             'coalesce(partition_watermarks.event_sequence, watermark.event_sequence)'
@@ -339,31 +401,37 @@ applied_at_watermark as (
 left_behind as (
     {#- The earlier A rows the watermarks have moved past. -#}
     select
-        previous_applied.keyhash,
+        {{ 'previous_applied.' ~ by_member if member }}previous_applied.keyhash,
         previous_applied.nonkeyhash as event_id
     from previous_applied
     left anti join (
-        select event_sequence from watermark
+        select {{ by_member }}event_sequence from watermark
         {%- if partitioned %}
         union all
-        select event_sequence from partition_watermarks
+        select {{ by_member }}event_sequence from partition_watermarks
         {%- endif %}
     ) as watermarks
         on previous_applied.event_sequence = watermarks.event_sequence
+        {{- hashcdc._same_member(member, 'previous_applied', 'watermarks') }}
 ),
 
 bookkeeping as (
     select
-        null as keyhash,
+        {{ 'watermark.' ~ by_member if member }}null as keyhash,
         null as event_id,
         'W' as operation,
-        event_sequence,
+        watermark.event_sequence,
         operation_counts.counts as operation_counts
     from watermark
+    {%- if member %}
+    inner join operation_counts
+        on watermark.{{ member }} = operation_counts.{{ member }}
+    {%- else %}
     cross join operation_counts
+    {%- endif %}
     union all
     select
-        keyhash,
+        {{ by_member }}keyhash,
         event_id,
         'A' as operation,
         event_sequence,
@@ -371,7 +439,7 @@ bookkeeping as (
     from applied_at_watermark
     union all
     select
-        keyhash,
+        {{ by_member }}keyhash,
         event_id,
         'a' as operation,
         null as event_sequence,
@@ -380,7 +448,7 @@ bookkeeping as (
     {%- if partitioned %}
     union all
     select
-        keyhash,
+        {{ by_member }}keyhash,
         null as event_id,
         'P' as operation,
         event_sequence,
@@ -393,37 +461,42 @@ bookkeeping as (
 
 {% macro reads_partitions(stage) %}
 {#- Whether a feed's events come from Kafka partitions (source.kafka): then each
-    partition has its own watermark. -#}
+    partition has its own watermark (a group's: each member's partitions). -#}
 {%- if not execute -%}
     {{ return(false) }}
 {%- endif -%}
 {%- set table = hashcdc._stage_node(stage).config.meta.get('hashcdc_table', {}) -%}
+{#- A group's feeds share their transport (hashcdc/config/rules.py): its first member's. -#}
+{%- set table = (table.get('members') or [table])[0] -%}
 {{ return((table.get('source') or {}).get('kafka') is not none) }}
 {%- endmacro %}
 
 
-{% macro feed_applied_events(incoming, state, previous, columns, hash_column='nonkeyhash') %}
+{% macro feed_applied_events(incoming, state, previous, columns, hash_column='nonkeyhash', members=none) %}
 {#- CTEs previous_watermark, previous_applied, delivered_events and applied_events: the
     date's loaded events that no earlier date applied (is_new_event, decided by the stage
     against the previous snapshot's W and A rows), each once (a file delivered twice, or an
-    event re-sent, is applied once). -#}
+    event re-sent, is applied once). members: of a group's stage and state, the rows of
+    these members, each naming its own (`table_name`). -#}
 {%- set business_date = hashcdc.business_date() -%}
 {%- set incoming = hashcdc.stage_relation(incoming) -%}
+{%- set member = ['table_name'] if members is not none else [] -%}
 previous_watermark as (
     {{- hashcdc._previous_state_rows(
-        state, previous, incoming, ['event_sequence'], operations=['W']) }}
+        state, previous, incoming, member + ['event_sequence'], operations=['W'],
+        members=members) }}
 ),
 
 previous_applied as (
     {#- The events applied at the previous watermark's position (their event_id). -#}
     {{- hashcdc._previous_state_rows(
-        state, previous, incoming, ['keyhash', 'nonkeyhash', 'event_sequence'],
-        operations=['A']) }}
+        state, previous, incoming, member + ['keyhash', 'nonkeyhash', 'event_sequence'],
+        operations=['A'], members=members) }}
 ),
 
 delivered_events as (
     select
-        {{ hashcdc._column_list(columns) }},
+        {{ hashcdc._column_list(member + columns) }},
         keyhash,
         {{ hash_column }} as nonkeyhash,
         before_keyhash,
@@ -437,12 +510,13 @@ delivered_events as (
         business_date = date'{{ business_date }}'
         and _row_errors is null
         and is_new_event
+        {{- hashcdc._of_members(members) }}
 ),
 
 applied_events as (
     {#- An event delivered in two Kafka partitions (their number changed) is one too. #}
     select distinct
-        {{ hashcdc._column_list(columns) }},
+        {{ hashcdc._column_list(member + columns) }},
         keyhash,
         nonkeyhash,
         before_keyhash,
@@ -483,4 +557,14 @@ final as (
 )
 
 select * from final
+{% endmacro %}
+
+
+{% macro _join_truncate(member_of_row=none) %}
+    {#- Joins CTE last_truncate: its one row, or (member_of_row: the expression naming a
+        group's member of the row) the row of the row's member, if it has one. -#}
+    {%- if not member_of_row -%}
+        {{ return('cross join last_truncate') }}
+    {%- endif -%}
+    {{ return('left join last_truncate\n        on ' ~ member_of_row ~ ' = last_truncate.table_name') }}
 {% endmacro %}

@@ -16,13 +16,7 @@
     guard refuses writes nothing: its rows are left out and its W row is an R row, which
     merge_state does not write (the state's post-hook, refuse_mass_deletes, reads it). -#}
 {%- set business_date = hashcdc.business_date() -%}
-{%- if members is not none -%}
-    {%- set run = {} -%}
-    {%- for name in hashcdc.members_run(table_name, members) -%}
-        {%- do run.update({name: members[name]}) -%}
-    {%- endfor -%}
-    {%- set members = run -%}
-{%- endif -%}
+{%- set members = hashcdc._run_members(table_name, members) -%}
 {%- set previous = hashcdc.checked_previous_state(business_date, table_name) -%}
 {%- set incoming = hashcdc.stage_relation(incoming) -%}
 {%- set previous_date = previous.business_date if previous else none -%}
@@ -130,16 +124,8 @@ reshaped as (
     select
         compared.*,
         incoming_nonkeyhash != previous_nonkeyhash
-        {%- if member_changes %}
-        and case {{ member }}
-            {%- for name, changes in member_changes.items() %}
-            when '{{ name }}' then {{ hashcdc.only_shape_differs('incoming_row', changes, business_date) }}
-            {%- endfor %}
-            else false
-        end
-        {%- else %}
-        and {{ hashcdc.only_shape_differs('incoming_row', shape_changes, business_date) }}
-        {%- endif %}
+        and {{ hashcdc._only_shape_differs_of(
+            'incoming_row', member, member_changes, shape_changes, business_date) }}
             as is_reshaped
     from compared
 ),

@@ -37,3 +37,19 @@
 {%- endfor -%}
 {{ return('(' ~ (conditions | join('\n            and ') or 'true') ~ ')') }}
 {% endmacro %}
+
+
+{% macro _only_shape_differs_of(row, member, member_changes, shape_changes, business_date) %}
+    {#- only_shape_differs of a table's row, or of a group's (member: the column naming
+        its member, member_changes: each member's shape changes). -#}
+    {%- if not member_changes -%}
+        {{ return(hashcdc.only_shape_differs(row, shape_changes, business_date)) }}
+    {%- endif -%}
+    {%- set cases = [] -%}
+    {%- for name, changes in member_changes.items() -%}
+        {%- do cases.append("when '" ~ name ~ "' then "
+            ~ hashcdc.only_shape_differs(row, changes, business_date)) -%}
+    {%- endfor -%}
+    {{ return('case ' ~ member ~ '\n            ' ~ cases | join('\n            ')
+        ~ '\n            else false\n        end') }}
+{% endmacro %}

@@ -48,6 +48,20 @@
 {% endmacro %}
 
 
+{% macro _run_members(group, members) %}
+    {#- Of a group's members (name -> its setting), those its date runs (members_run),
+        with their settings; none for a table's own state. -#}
+    {%- if members is none -%}
+        {{ return(none) }}
+    {%- endif -%}
+    {%- set run = {} -%}
+    {%- for name in hashcdc.members_run(group, members) -%}
+        {%- do run.update({name: members[name]}) -%}
+    {%- endfor -%}
+    {{ return(run) }}
+{% endmacro %}
+
+
 {% macro refused_members(group) %}
     {#- The members of a group its stage refused for the date being run, each with why. -#}
     {%- if not hashcdc._runs_a_date() -%}

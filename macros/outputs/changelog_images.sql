@@ -10,7 +10,7 @@ with
 date_images as (
     {{ hashcdc.state_changes(
         state, hashcdc.business_date(), ([member] if member else []) + columns,
-        images=['insert', 'update_preimage', 'update_postimage', 'delete']) }}
+        images=['insert', 'update_preimage', 'update_postimage', 'delete'], member=member) }}
 ),
 
 changes as (

@@ -1,29 +1,32 @@
-{% macro history_changes(state, columns, extra_columns=[]) %}
+{% macro history_changes(state, columns, extra_columns=[], member=none) %}
 {#- The net changes of the business date: the I, U and D rows of the state's commit for
     the date, read from its change data feed. extra_columns: change feeds also keep the
-    sequence of the last event applied (and copies, without a key). -#}
+    sequence of the last event applied (and copies, without a key). member: a table
+    group's (the column among `columns` naming a row's member). -#}
 with
 
 changes as (
-    {{ hashcdc.state_changes(state, hashcdc.business_date(), columns + extra_columns) }}
+    {{ hashcdc.state_changes(
+        state, hashcdc.business_date(), columns + extra_columns, member=member) }}
 )
 
 select * from changes
 {% endmacro %}
 
 
-{% macro state_changes(state, business_date, columns, images=['insert', 'update_postimage', 'delete']) %}
+{% macro state_changes(state, business_date, columns, images=['insert', 'update_postimage', 'delete'], member=none) %}
 {#- A select of the I, U and D rows the state's commits for `business_date` made (its
     change data feed: an insert or update image whose operation is I or U, and every
     deleted key as a D row with its values before the date); `images` also
     'update_preimage' for the values an update replaced (operation U, as its postimage).
     A date applied by several commits (the stream's micro-batches and the run that closed
     it) is netted per key over them (_net_state_changes). No rows when the state does
-    not hold the date. -#}
+    not hold the date. member: a table group's state (the column among `columns`
+    naming a row's member): keys are netted within their member. -#}
 {%- set applied = hashcdc.applied_state_version(state, business_date) -%}
 {%- if applied is not none and applied.first_version is not none
       and applied.first_version < applied.version -%}
-    {{ return(hashcdc._net_state_changes(state, business_date, columns, images, applied)) }}
+    {{ return(hashcdc._net_state_changes(state, business_date, columns, images, applied, member)) }}
 {%- endif %}
     select
         {{ hashcdc._column_list(columns) }},
@@ -48,7 +51,7 @@ select * from changes
 {%- endmacro %}
 
 
-{% macro _net_state_changes(state, business_date, columns, images, applied) %}
+{% macro _net_state_changes(state, business_date, columns, images, applied, member=none) %}
 {#- state_changes of a date its state applied in several commits (`applied`: its
     first_version and version): per key, the first change of the range says whether the
     key was there before the date (an update's preimage or a delete) and with which
@@ -61,7 +64,7 @@ select * from changes
 
     changes as (
         select
-            keyhash,
+            {{ member ~ ', ' if member }}keyhash,
             {#- An update's preimage comes before its postimage in a commit. #}
             _commit_version * 2 + if(_change_type = 'update_preimage', 0, 1) as position,
             struct(
@@ -78,11 +81,11 @@ select * from changes
 
     key_changes as (
         select
-            keyhash,
+            {{ member ~ ', ' if member }}keyhash,
             min_by(change, position) as first_change,
             max_by(change, position) as last_change
         from changes
-        group by keyhash
+        group by {{ member ~ ', ' if member }}keyhash
     ),
 
     net_changes as (

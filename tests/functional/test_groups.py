@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
+from feed_events import create, delete, feed_config, json_lines, truncate, update
 from outside_spark import assert_readers_agree, read_outside_spark
 
 from hashcdc.cli import main
@@ -29,6 +30,8 @@ from hashcdc.config import load_table_configs
 
 D1, D2, D3, D4 = "2024-05-01", "2024-05-02", "2024-05-03", "2024-05-04"
 GROUP = "crm"
+PERSON = [{"name": "id", "type": "int", "key": True}, {"name": "name", "type": "string"}]
+TAG = [{"name": "code", "type": "string", "key": True}, {"name": "weight", "type": "double"}]
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "customers": {
@@ -671,3 +674,92 @@ def test_a_group_of_delta_extracts(project: Any, capsys: pytest.CaptureFixture[s
         f"select item, operation from stock_history where business_date = '{D2}'"
     )
     assert sorted((r["item"], r["operation"]) for r in history) == [(2, "U"), (4, "I")]
+
+
+def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two change feeds in one group: each member its own keys, truncates and watermark.
+
+    Both feeds use the same log positions, so a watermark shared by the group would skip
+    one member's events; ``people`` is the worked example of tests/functional/test_feeds.py.
+    """
+    people = feed_config("people", PERSON, changelog=True) | {"group": "log"}
+    tags = feed_config("tags", TAG) | {"group": "log"}
+    _configure(project, {"people": people, "tags": tags})
+    people_events = [
+        [
+            create(1, id=0, name="alice"),
+            update(2, {"id": 0, "name": "alice"}, id=1, name="alice"),
+            update(3, {"id": 1, "name": "alice"}, id=2, name="alice"),
+        ],
+        [delete(4, id=2), create(5, id=0, name="Alice"), create(6, id=1, name="blob")],
+        [update(7, {"id": 1, "name": "blob"}, id=1, name="Bob")],
+    ]
+    tag_events = [
+        [create(1, code="a", weight=1.0), create(2, code="b", weight=2.0), create(3, code="c")],
+        # Everything before the truncate is void: a, b and c are gone, d is new.
+        [update(4, {"code": "b"}, code="b", weight=2.5), delete(5, code="c"), truncate(6),
+         create(7, code="d", weight=4.0)],
+        [update(8, {"code": "d"}, code="d", weight=4.5), create(9, code="e", weight=5.0)],
+    ]  # fmt: skip
+    for date, mine, theirs in zip((D1, D2, D3), people_events, tag_events, strict=True):
+        project.write_text(f"landing/people/{date}/events.json", json_lines(mine))
+        project.write_text(f"landing/tags/{date}/events.json", json_lines(theirs))
+    # D2's events delivered again on D3: below the watermark, applied once.
+    project.write_text(f"landing/tags/{D3}/again.json", json_lines(tag_events[1]))
+
+    code, out = _run(project, capsys, "run", "--date", D1, D2, D3)
+    assert code == 0, out[-3000:]
+    assert "1 event(s) at or below the watermark" not in out
+    assert "4 event(s) at or below the watermark" in " ".join(out.split())
+
+    assert _current(project, "people", "id, name") == {(0, "Alice"), (1, "Bob")}
+    assert _current(project, "tags", "code, weight, operation") == {
+        ("d", 4.5, "U"),
+        ("e", 5.0, "I"),
+    }
+    history = {
+        (str(r["business_date"]), r["operation"], r["id"], r["name"])
+        for r in project.rows("select business_date, operation, id, name from people_history")
+    }
+    assert history == {
+        (D1, "I", 2, "alice"),
+        (D2, "I", 0, "Alice"), (D2, "I", 1, "blob"), (D2, "D", 2, "alice"),
+        (D3, "U", 1, "Bob"),
+    }  # fmt: skip
+    history = {
+        (str(r["business_date"]), r["operation"], r["code"])
+        for r in project.rows("select business_date, operation, code from tags_history")
+    }
+    assert history == {
+        (D1, "I", "a"), (D1, "I", "b"), (D1, "I", "c"),
+        (D2, "D", "a"), (D2, "D", "b"), (D2, "D", "c"), (D2, "I", "d"),
+        (D3, "U", "d"), (D3, "I", "e"),
+    }  # fmt: skip
+    changelog = project.rows(
+        "select before_image.name as before, after_image.name as after, changed_columns "
+        f"from people_changelog where business_date = date'{D3}'"
+    )
+    assert changelog == [{"before": "blob", "after": "Bob", "changed_columns": ["name"]}]
+    # rows_in, rejects, I, U, D, X, N, status: each member counted from its own events.
+    assert _counts(project, D3) == {
+        "people": (1, 0, 0, 1, 0, 1, 0, "success"),
+        "tags": (6, 0, 1, 1, 0, 0, 0, "success"),
+    }
+    watermarks = project.rows(
+        "select table_name, event_sequence.source_lsn as lsn from log_state "
+        "where operation = 'W' order by table_name"
+    )
+    assert [(w["table_name"], w["lsn"]) for w in watermarks] == [("people", 7), ("tags", 9)]
+
+    # A rerun of one member reads its events against its own date before; the other's
+    # rows and dates stay as they are.
+    code, out = _run(project, capsys, "run", "--date", D3, "--select", "tags")
+    assert code == 0, out[-3000:]
+    assert _current(project, "tags", "code, weight, operation") == {
+        ("d", 4.5, "U"),
+        ("e", 5.0, "I"),
+    }
+    assert _current(project, "people", "id, name") == {(0, "Alice"), (1, "Bob")}
+    assert _query(project, capsys, "select code from tags_current order by code", D1) == [
+        ["a"], ["b"], ["c"],
+    ]  # fmt: skip

@@ -20,6 +20,7 @@ end as the daily path's.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import time
@@ -326,3 +327,76 @@ def test_stream_refuses_a_table_that_is_not_a_change_feed(project: Any, capsys: 
     )
     assert _hashcdc(project, "stream", "--select", "snap", "--once") == 2
     assert "not change feeds (extract_type: changes)" in capsys.readouterr().err
+
+
+def _member_commits(project: Any, group: str) -> list[tuple[str, list[str], bool]]:
+    """The group state's date commits: (date, the members applied, a micro-batch), in order."""
+    rows = project.rows(f"describe history {project.schema}.{group}_state")
+    commits = []
+    for row in sorted(rows, key=lambda r: r["version"]):
+        metadata = json.loads(row["userMetadata"] or "{}")
+        if "hashcdc_business_date" in metadata and metadata.get("hashcdc_members"):
+            commits.append(
+                (
+                    metadata["hashcdc_business_date"],
+                    metadata["hashcdc_members"],
+                    bool(metadata.get("hashcdc_micro_batch")),
+                )
+            )
+    return commits
+
+
+def test_stream_over_a_group_applies_its_tables_in_one_batch(project: Any, capsys: Any) -> None:
+    """The feeds of a group: one micro-batch (one dbt invocation, one commit) for all the
+    tables with new events; a table without any is held back, its rows untouched."""
+    for name in ("people", "pets"):
+        project.add_table(feed_config(name, PERSON) | {"group": "home"})
+
+    # Only people's events: pets is held back from the batch (no commit names it).
+    _deliver(project, "people", DATES[0], "a", FIRST)
+    assert _hashcdc(project, "stream", "--once") == 0
+    out = capsys.readouterr().out
+    assert f"people {DATES[0]}: applied: I 3 U 0 D 0 (3 event(s) read)" in out, out
+    assert f"pets {DATES[0]}" not in out
+    assert _current(project, "people") == [(0, "alice"), (1, "bob"), (2, "carol")]
+    assert _current(project, "pets") == []
+
+    # Both tables' events (the same log positions in each): one batch applies them.
+    _deliver(project, "people", DATES[0], "b", SECOND)
+    _deliver(project, "pets", DATES[0], "a", FIRST + SECOND)
+    assert _hashcdc(project, "stream", "--once") == 0
+    out = capsys.readouterr().out
+    assert f"people {DATES[0]}: applied: I 2 U 1 D 2 (7 event(s) read)" in out, out
+    assert f"pets {DATES[0]}: applied: I 3 U 0 D 0 (7 event(s) read)" in out, out
+    assert _member_commits(project, "home") == [
+        (DATES[0], ["people"], True),
+        (DATES[0], ["people", "pets"], True),
+    ]
+    assert _current(project, "people") == [(1, "bobby"), (3, "dave"), (5, "alice")]
+    assert _current(project, "pets") == [(1, "bobby"), (3, "dave"), (5, "alice")]
+
+    # The next date's events of pets alone: the open date is closed for both (one whole-date
+    # build of the group, its history and tests), then pets' events are applied.
+    _deliver(project, "pets", DATES[1], "a", NEXT)
+    assert _hashcdc(project, "stream", "--once") == 0
+    out = capsys.readouterr().out
+    assert f"people {DATES[0]}: closed: I 3 U 0 D 0" in out, out
+    assert f"pets {DATES[0]}: closed: I 3 U 0 D 0" in out, out
+    assert f"pets {DATES[1]}: applied: I 2 U 0 D 3 (4 event(s) read)" in out, out
+    assert _current(project, "pets") == [(8, "eve"), (11, "frank")]
+    assert _current(project, "people") == [(1, "bobby"), (3, "dave"), (5, "alice")]
+    expected = [
+        (DATES[0], "I", 1, "bobby"),
+        (DATES[0], "I", 3, "dave"),
+        (DATES[0], "I", 5, "alice"),
+    ]
+    assert _history(project, "people") == expected
+    assert _history(project, "pets") == expected
+
+    # A stream closes the date itself once it is over: pets alone (people had no event).
+    assert _hashcdc(project, "stream", "--once", "--close-after", "60") == 0
+    out = capsys.readouterr().out
+    assert f"pets {DATES[1]}: closed: " in out and f"people {DATES[1]}" not in out, out
+    assert _history(project, "pets") == EXPECTED_HISTORY[:8]
+    assert _history(project, "people") == expected
+    assert _member_commits(project, "home")[-1][:2] == (DATES[1], ["pets"])

@@ -83,23 +83,52 @@ def test_a_member_named_twice_is_refused() -> None:
         place([("a", [("id", "int")]), ("a", [("id", "int")])])
 
 
+FEED = {
+    "extract_type": "changes",
+    "source": {"path": "landing/orders/{business_date}/*", "format": "debezium"},
+    "changes": {"sequence_by": ["source.lsn"]},
+}
+
+
 @pytest.mark.parametrize(
-    ("extra", "column", "message"),
+    ("extra", "column", "key", "message"),
     [
-        ({"extract_type": "changes"}, {}, "tables in a group are full or delta extracts"),
-        ({}, {"sensitive": True}, "no sensitive columns"),
+        ({}, {"sensitive": True}, {}, "no sensitive columns"),
+        (FEED, {}, {"key": False}, "a change feed in a group has a key"),
+        (
+            {**FEED, "changes": {"sequence_by": ["source.lsn"], "history": "audit"}},
+            {},
+            {},
+            "a change feed in a group keeps the net history",
+        ),
     ],
 )
 def test_what_a_member_cannot_be_yet_is_named(
-    extra: dict[str, object], column: dict[str, object], message: str
+    extra: dict[str, object], column: dict[str, object], key: dict[str, object], message: str
 ) -> None:
     raw = _member("orders", [("id", "int"), ("amount", "double")], **extra)
     raw["columns"][1].update(column)  # type: ignore[index]
+    raw["columns"][0].update(key)  # type: ignore[index]
     config, problems = parse_table_config(raw, "tables/orders.yml")
     assert config is None
     assert any(message in problem and "remove `group:`" in problem for problem in problems), (
         problems
     )
+
+
+def test_the_feeds_of_a_group_share_their_order_and_transport(tmp_path: Path) -> None:
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    by_lsn = _member("orders", [("id", "int")], **FEED)
+    by_commit = _member(
+        "notes",
+        [("id", "int")],
+        **{**FEED, "changes": {"sequence_by": ["source.commit_lsn", "source.lsn"]}},
+    )
+    for raw in (by_lsn, by_commit):
+        (tables / f"{raw['name']}.yml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(ConfigError, match="share one changes.sequence_by and one transport"):
+        load_table_configs(tables)
 
 
 def test_a_group_named_as_a_table_is_refused(tmp_path: Path) -> None:

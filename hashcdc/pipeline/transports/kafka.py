@@ -367,6 +367,11 @@ class Kafka(Transport):
         check_reachable(table)
         return [topic_location(table, business_date)]
 
+    def only(self, locations: list[str], taken: set[str]) -> list[str]:
+        """The reads of the table's topic a micro-batch named (a group's names its members')."""
+        topics = {TopicRead.parse(location).topic for location in locations}
+        return sorted(t for t in taken if TopicRead.parse(t).topic in topics) or locations
+
     def read_lines(
         self, spark: SparkSession, table: TableConfig, locations: list[str]
     ) -> DataFrame:
