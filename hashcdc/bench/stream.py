@@ -21,6 +21,12 @@ Measured twice on the same events, one after the other, on an otherwise idle mac
 Reported: p50, p99 and the worst lag, batches, and the resident memory of the stream's
 process (the engine and its JVM) sampled every 5 s: its first and last sample after the
 snapshot. One run, no repetition (docs/benchmarks.md).
+
+``--tables N`` (files): N feeds in one table group (``bench``), ``--rows`` spread over
+them and each second's updates too (one file a table a second); the peer reads every
+table's folder in one stream and MERGEs each table its batch touched into that table's
+Delta table. A second's lag is then per table: its file's commit to the end of the first
+batch that applied that table's events as late.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from hashcdc.runtime.local_servers import KafkaBroker
 from hashcdc.runtime.scaffold import scratch_project
 
 TABLE = "bench_stream"
+GROUP = "bench"
 # The peer's topic (the same events as the table's, delivered while the peer runs), and
 # the variable that gives the peer its broker.
 PEER_TOPIC = "bench_stream_peer"
@@ -107,39 +114,45 @@ class Topic:
             raise SystemExit(f"bench: the broker did not take every record of {self.topic}")
 
 
-class Landing(threading.Thread):
-    """Delivers ``rate`` updates every second; records each delivery's commit time."""
+Feeds = dict[str, Folder | Topic]
 
-    def __init__(
-        self, feed: Folder | Topic, rows: int, rate: int, seconds: int, first_lsn: int
-    ) -> None:
+
+class Landing(threading.Thread):
+    """Delivers ``rate`` updates every second spread over the feeds; records each delivery."""
+
+    def __init__(self, feeds: Feeds, rows: int, rate: int, seconds: int, first_lsn: int) -> None:
         super().__init__(daemon=True)
-        self.feed, self.rows, self.rate, self.seconds = feed, rows, rate, seconds
+        self.feeds, self.rows, self.rate, self.seconds = feeds, rows, rate, seconds
         self.lsn = first_lsn
-        self.files: list[tuple[str, int]] = []  # (name, commit ms)
+        self.files: list[tuple[str, str, int]] = []  # (table, name, commit ms)
 
     def run(self) -> None:
-        """Deliver the updates, a second's at a time."""
+        """Deliver the updates, a second's at a time (a file a table)."""
+        names = list(self.feeds)
         started = time.monotonic()
         for second in range(self.seconds):
             time.sleep(max(0.0, started + second - time.monotonic()))
             now_ms = int(time.time() * 1000)
-            lines = []
+            lines: dict[str, list[str]] = {}
             for _ in range(self.rate):
                 self.lsn += 1
                 key = (self.lsn * 7919) % self.rows
-                lines.append(_event("u", key, self.lsn, self.lsn, now_ms))
+                table = names[self.lsn % len(names)]
+                lines.setdefault(table, []).append(_event("u", key, self.lsn, self.lsn, now_ms))
             name = f"updates-{second:05d}.json"
-            self.feed.deliver(name, lines)
-            self.files.append((name, now_ms))
+            for table, table_lines in lines.items():
+                self.feeds[table].deliver(name, table_lines)
+                self.files.append((table, name, now_ms))
 
 
-def _snapshot(feed: Folder | Topic, rows: int) -> int:
-    """The snapshot's reads, delivered at once (in slices of 100,000); the last lsn used."""
+def _snapshot(feeds: Feeds, rows: int) -> int:
+    """Each feed's snapshot reads, delivered at once (in slices of 100,000); the last lsn."""
     now_ms = int(time.time() * 1000)
-    for start in range(0, rows, 100_000):
-        keys = range(start, min(rows, start + 100_000))
-        feed.deliver(f"snapshot-{start:09d}.json", [_event("r", key, 0, 1, now_ms) for key in keys])
+    for feed in feeds.values():
+        for start in range(0, rows, 100_000):
+            keys = range(start, min(rows, start + 100_000))
+            lines = [_event("r", key, 0, 1, now_ms) for key in keys]
+            feed.deliver(f"snapshot-{start:09d}.json", lines)
     return 1
 
 
@@ -170,22 +183,28 @@ def _percentiles(lags: list[float]) -> dict[str, float]:
     return {"p50_s": at(0.5), "p99_s": at(0.99), "max_s": round(ordered[-1], 2)}
 
 
-def _file_lags(files: list[tuple[str, int]], batches: list[tuple[int, int]]) -> list[float]:
-    """Each file's lag: commit to the end of the first batch holding an event as late."""
+Batches = list[tuple[str, int, int]]  # (table, end ms, its latest event's commit ms)
+
+
+def _file_lags(files: list[tuple[str, str, int]], batches: Batches) -> list[float]:
+    """Each file's lag: commit to the end of its table's first batch holding an event as late."""
+    ends_of: dict[str, list[tuple[int, int]]] = {}
+    for table, ended, latest in batches:
+        ends_of.setdefault(table, []).append((ended, latest))
     lags = []
-    for _, commit_ms in files:
-        ends = [ended for ended, latest in batches if latest >= commit_ms]
+    for table, _, commit_ms in files:
+        ends = [ended for ended, latest in ends_of.get(table, []) if latest >= commit_ms]
         if ends:
             lags.append((min(ends) - commit_ms) / 1000)
     return lags
 
 
 def _land_and_sample(
-    pid: int, feed: Folder | Topic, rows: int, rate: int, seconds: int, lsn: int
+    pid: int, feeds: Feeds, rows: int, rate: int, seconds: int, lsn: int
 ) -> tuple[Landing, list[float]]:
     """Deliver the updates while sampling the stream process's memory; then 30 s for the tail."""
     memory = [_resident_mib(pid)]
-    landing = Landing(feed, rows, rate, seconds, lsn)
+    landing = Landing(feeds, rows, rate, seconds, lsn)
     landing.start()
     while landing.is_alive():
         landing.join(SAMPLE_SECONDS)
@@ -195,11 +214,11 @@ def _land_and_sample(
     return landing, memory
 
 
-def _figures(landing: Landing, batches: list[tuple[int, int]], memory: list[float]) -> dict:
+def _figures(landing: Landing, batches: Batches, memory: list[float]) -> dict:
     """One side's figures: batches, files made visible, lag percentiles, memory."""
     lags = _file_lags(landing.files, batches)
     return {
-        "batches": len(batches),
+        "batches": len({ended for _, ended, _ in batches}),
         "files": len(landing.files),
         "files_visible": len(lags),
         **_percentiles(lags),
@@ -214,9 +233,9 @@ def _hashcdc(work: Path, *args: str) -> list[str]:
 
 
 def _hashcdc_side(
-    work: Path, env: dict[str, str], feed: Folder | Topic, rows: int, rate: int, seconds: int
+    work: Path, env: dict[str, str], feeds: Feeds, rows: int, rate: int, seconds: int
 ) -> dict:
-    lsn = _snapshot(feed, rows)
+    lsn = _snapshot(feeds, rows)
     log = (work / "stream.log").open("w")
     stream = subprocess.Popen(
         _hashcdc(work, "stream", "--interval", "0.5"), cwd=work, env=env, stdout=log, stderr=log
@@ -227,7 +246,7 @@ def _hashcdc_side(
                 raise SystemExit((work / "stream.log").read_text()[-3000:])
             time.sleep(0.5)
         pid = int(Place.of(work).read_record().get("pid") or 0)
-        landing, memory = _land_and_sample(pid, feed, rows, rate, seconds, lsn)
+        landing, memory = _land_and_sample(pid, feeds, rows, rate, seconds, lsn)
     finally:
         stream.terminate()
         stream.wait(60)
@@ -235,8 +254,9 @@ def _hashcdc_side(
         _hashcdc(
             work,
             "query",
-            "select unix_millis(ended_at), unix_millis(latest_event_at) from cdc_runs "
-            f"where table_name = '{TABLE}' and command = 'run' and latest_event_at is not null",
+            "select table_name, unix_millis(ended_at), unix_millis(latest_event_at) "
+            f"from cdc_runs where table_name like '{TABLE}%' and command = 'run' "
+            "and latest_event_at is not null",
         ),
         cwd=work,
         env=env,
@@ -244,18 +264,23 @@ def _hashcdc_side(
         text=True,
         check=True,
     )
-    batches = [tuple(int(v) for v in line.split(",")) for line in done.stdout.splitlines()[1:]]
-    return _figures(landing, batches, memory)  # type: ignore[arg-type]
+    batches = [
+        (table, int(ended), int(latest))
+        for table, ended, latest in (line.split(",") for line in done.stdout.splitlines()[1:])
+    ]
+    return _figures(landing, batches, memory)
 
 
 def _peer_side(
-    work: Path, env: dict[str, str], feed: Folder | Topic, rows: int, rate: int, seconds: int
+    work: Path, env: dict[str, str], feeds: Feeds, rows: int, rate: int, seconds: int
 ) -> dict:
-    lsn = _snapshot(feed, rows)
+    lsn = _snapshot(feeds, rows)
     batches_file = work / "peer_batches.jsonl"
     log = (work / "peer.log").open("w")
     peer_module = "hashcdc.bench.stream_peer"
-    source = feed.topic if isinstance(feed, Topic) else str(feed.folder)
+    [feed, *_] = feeds.values()
+    # One stream over every table's folder (a folder a table: the table is its name).
+    source = feed.topic if isinstance(feed, Topic) else str(feed.folder.parent / "*" / "*.json")
     command = [sys.executable, "-m", peer_module, str(work), source, str(batches_file)]
     peer = subprocess.Popen(
         command, cwd=work, env=env | {"HASHCDC_ENGINE": "off"}, stdout=log, stderr=log
@@ -265,7 +290,7 @@ def _peer_side(
             if peer.poll() is not None:
                 raise SystemExit((work / "peer.log").read_text()[-3000:])
             time.sleep(0.5)
-        landing, memory = _land_and_sample(peer.pid, feed, rows, rate, seconds, lsn)
+        landing, memory = _land_and_sample(peer.pid, feeds, rows, rate, seconds, lsn)
     finally:
         peer.terminate()
         peer.wait(60)
@@ -274,39 +299,58 @@ def _peer_side(
 
 
 def run(
-    project_dir: Path, rows: int, rate: int, seconds: int, kafka: bool = False
+    project_dir: Path, rows: int, rate: int, seconds: int, kafka: bool = False, tables: int = 1
 ) -> dict[str, Any]:
-    """Both sides on the same events, one after the other; their figures."""
+    """Both sides on the same events, one after the other; their figures.
+
+    ``tables`` > 1: that many feeds in one group, ``rows`` spread over them (files only).
+    """
+    if tables > 1 and kafka:
+        raise SystemExit("bench: --stream --tables reads files (a group's topics: not built)")
     if not kafka:
-        return _run(project_dir, rows, rate, seconds, None)
+        return _run(project_dir, rows, rate, seconds, None, tables)
     with local_servers.kafka_broker("1g") as broker:
         return _run(project_dir, rows, rate, seconds, broker)
 
 
 def _run(
-    project_dir: Path, rows: int, rate: int, seconds: int, broker: KafkaBroker | None
+    project_dir: Path,
+    rows: int,
+    rate: int,
+    seconds: int,
+    broker: KafkaBroker | None,
+    tables: int = 1,
 ) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="hashcdc_stream_bench_"))
     env = os.environ | scratch_project(project_dir, work)
-    config: dict[str, Any] = dict(CONFIG)
-    if broker is not None:
-        kafka = {"bootstrap_servers": broker.bootstrap_servers, "topic": TABLE}
-        config["source"] = {"format": "debezium", "kafka": kafka}
-    (work / "tables" / f"{TABLE}.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    names = [TABLE] if tables == 1 else [f"{TABLE}_{n:03d}" for n in range(tables)]
+    for name in names:
+        config: dict[str, Any] = dict(CONFIG) | {"name": name}
+        config["source"] = {"path": f"landing/{name}/{{business_date}}/*", "format": "debezium"}
+        if broker is not None:
+            kafka = {"bootstrap_servers": broker.bootstrap_servers, "topic": TABLE}
+            config["source"] = {"format": "debezium", "kafka": kafka}
+        if tables > 1:
+            config["group"] = GROUP
+        (work / "tables" / f"{name}.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     generate.write(work, load_table_configs(work / "tables"))
-    figures: dict[str, Any] = {"rows": rows, "rate": rate, "seconds": seconds}
+    figures: dict[str, Any] = {"rows": rows, "rate": rate, "seconds": seconds, "tables": tables}
     figures["source"] = "kafka" if broker is not None else "files"
     today = dt.datetime.now(dt.UTC).date().isoformat()
-    feeds: tuple[Folder | Topic, Folder | Topic] = (
-        (Topic(broker.bootstrap_servers, TABLE), Topic(broker.bootstrap_servers, PEER_TOPIC))
-        if broker is not None
-        else (Folder(work / "landing" / TABLE / today), Folder(work / "peer_landing"))
-    )
+    ours: Feeds
+    theirs: Feeds
+    if broker is not None:
+        ours = {TABLE: Topic(broker.bootstrap_servers, TABLE)}
+        theirs = {TABLE: Topic(broker.bootstrap_servers, PEER_TOPIC)}
+    else:
+        ours = {name: Folder(work / "landing" / name / today) for name in names}
+        theirs = {name: Folder(work / "peer_landing" / name) for name in names}
     peer_env = env | ({PEER_SERVERS: broker.bootstrap_servers} if broker is not None else {})
+    per_table = max(1, rows // tables)
     try:
-        figures["hashcdc"] = _hashcdc_side(work, env, feeds[0], rows, rate, seconds)
+        figures["hashcdc"] = _hashcdc_side(work, env, ours, per_table, rate, seconds)
         subprocess.run(_hashcdc(work, "engine", "stop"), cwd=work, env=env, check=False)
-        figures["peer"] = _peer_side(work, peer_env, feeds[1], rows, rate, seconds)
+        figures["peer"] = _peer_side(work, peer_env, theirs, per_table, rate, seconds)
     finally:
         subprocess.run(_hashcdc(work, "engine", "stop"), cwd=work, env=env, check=False)
         if not os.environ.get("HASHCDC_BENCH_KEEP"):

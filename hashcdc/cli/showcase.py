@@ -148,20 +148,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from hashcdc.bench import engine as engine_bench
 
         return _reported(engine_bench.markdown(engine_bench.run(project_dir, output)), args)
+    if args.stream:
+        # deferred: Spark's modules load only for the commands that use them
+        from hashcdc.bench import stream as stream_bench
+
+        for rows in args.rows:
+            figures = stream_bench.run(
+                project_dir, rows, args.rate, args.seconds, args.kafka, max(1, args.tables)
+            )
+            print(json.dumps(figures), flush=True)
+        return 0
     if args.tables:
         # deferred: the bench's modules load only for the commands that use them
         from hashcdc.bench import tables as tables_bench
 
         figures = tables_bench.run(project_dir, output, args.tables, group=args.group)
         return _reported(tables_bench.markdown(figures), args)
-    if args.stream:
-        # deferred: Spark's modules load only for the commands that use them
-        from hashcdc.bench import stream as stream_bench
-
-        for rows in args.rows:
-            figures = stream_bench.run(project_dir, rows, args.rate, args.seconds, args.kafka)
-            print(json.dumps(figures), flush=True)
-        return 0
     if args.capture:
         # deferred: Spark's modules load only for the commands that use them
         from hashcdc.bench import capture as capture_bench

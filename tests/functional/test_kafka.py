@@ -397,25 +397,40 @@ def _wait(check: Any, seen: list[dict[int, str]], project: Any, seconds: float =
     seen.append(_names(project, "streamed"))
 
 
-def test_a_stream_of_a_topic_killed_before_and_after_a_commit_applies_each_event_once(
+def test_a_stream_of_a_groups_topics_killed_before_and_after_a_commit_applies_each_event_once(
     project: Any, kafka: Any, tmp_path: Path, engines_dir: Path
 ) -> None:
-    """``hashcdc stream`` in the project's engine over a topic of two partitions; the engine
-    SIGKILLed while a batch's MERGE runs (before its commit), then right after a batch's
-    commit (before the stream moved its offsets or wrote the audit row). Each time the
-    stream started again applies the topic from its open date's start: the killed batch's
-    events once, the committed batch's not again. Closed, the date holds each change once."""
-    topic = Topic(kafka, "shop.public.killed", partitions=2)
-    project.add_table(_streamed_config("killed", kafka, topic.name))
+    """``hashcdc stream`` in the project's engine over the topics of a table group (one of
+    two partitions, one of one: a connector's tables), each batch one commit of the
+    group's state for both; the engine SIGKILLed while a batch's MERGE runs (before its
+    commit), then right after a batch's commit (before the stream moved its offsets or
+    wrote the audit row). Each time the stream started again applies the topics from their
+    open date's start: the killed batch's events once, the committed batch's not again.
+    Closed, the date holds each change once in each table."""
+    topics = [Topic(kafka, "shop.public.killed", partitions=2), Topic(kafka, "shop.public.also")]
+    for name, topic in zip(("killed", "also"), topics, strict=True):
+        project.add_table(_streamed_config(name, kafka, topic.name) | {"group": "shop"})
     env = hashcdc_environment(f"file://{tmp_path}/warehouse", "local")
     day = DATES[0]
     alice, bob, carol = (
         {"id": n, "name": name} for n, name in enumerate(["alice", "bob", "carol"])
     )
-    _publish_day(topic, day, [("c", 1, None, alice), ("c", 2, None, bob), ("c", 3, None, carol)])
+
+    def publish(events: list[tuple[str, int, Any, Any]]) -> None:
+        for topic in topics:
+            _publish_day(topic, day, events)
+
+    publish([("c", 1, None, alice), ("c", 2, None, bob), ("c", 3, None, carol)])
     streams = [Lines(hashcdc(project.root, env, "stream", "--interval", "0.5"))]
-    wait_until(lambda: "applied: I 3" in streams[-1].text(), 300, "the first batch")
-    [log] = (tmp_path / "warehouse").rglob("killed_state/_delta_log")
+    wait_until(
+        lambda: (
+            f"killed {day}: applied: I 3" in streams[-1].text()
+            and f"also {day}: applied: I 3" in streams[-1].text()
+        ),
+        300,
+        "the first batch",
+    )
+    [log] = (tmp_path / "warehouse").rglob("shop_state/_delta_log")
 
     def commits() -> int:
         return len(list(log.glob("*.json")))
@@ -425,7 +440,7 @@ def test_a_stream_of_a_topic_killed_before_and_after_a_commit_applies_each_event
         return sum(
             1
             for line in "".join(p.read_text(errors="replace") for p in logs).splitlines()
-            if " START " in line and ".killed_state " in line
+            if " START " in line and ".shop_state " in line
         )
 
     def kill_the_engine_at(ready: Any, what: str) -> None:
@@ -449,36 +464,42 @@ def test_a_stream_of_a_topic_killed_before_and_after_a_commit_applies_each_event
             tail = engine_log.read_text(errors="replace")[-3000:] if engine_log.exists() else ""
             message = f"{error}\nstream:\n{streams[-1].text()}\nengine log:\n{tail}"
             raise AssertionError(message) from error
-        assert f"{applied} {expected}" in streams[-1].text(), streams[-1].text()
+        wait_until(lambda: f"also {day}: applied:" in streams[-1].text(), 60, "the batch's other")
+        for name in ("killed", "also"):
+            assert f"{name} {day}: applied: {expected}" in streams[-1].text(), streams[-1].text()
 
     # Killed while the batch's MERGE runs: nothing of it committed.
     before, begun = commits(), merges_begun()
-    _publish_day(topic, day, [("u", 4, bob, {"id": 1, "name": "bobby"}), ("d", 5, carol, None)])
+    publish([("u", 4, bob, {"id": 1, "name": "bobby"}), ("d", 5, carol, None)])
     kill_the_engine_at(lambda: merges_begun() > begun, "MERGE of the next batch")
     assert commits() == before, "the kill came after the commit: it tested nothing"
     start_again("I 0 U 1 D 1")
     assert _rows(project, env) == {0: "alice", 1: "bobby"}
+    assert _rows(project, env, "also") == {0: "alice", 1: "bobby"}
 
     # Killed right after a batch's commit: the stream started again applies none of it.
     before = commits()
     renamed, dave = {"id": 5, "name": "alice"}, {"id": 3, "name": "dave"}
-    _publish_day(topic, day, [("u", 6, alice, renamed), ("c", 7, None, dave)])
+    publish([("u", 6, alice, renamed), ("c", 7, None, dave)])
     kill_the_engine_at(lambda: commits() > before, "commit of the next batch")
     start_again("I 0 U 0 D 0")
     assert _rows(project, env) == {1: "bobby", 3: "dave", 5: "alice"}
+    assert _rows(project, env, "also") == {1: "bobby", 3: "dave", 5: "alice"}
     streams[-1].process.send_signal(signal.SIGTERM)
     streams[-1].process.wait(120)
 
     # Closed as a user closes it: each change of the date once.
-    status, _, err = finish(hashcdc(project.root, env, "run", "--date", day, "--select", "killed"))
+    closing = hashcdc(project.root, env, "run", "--date", day, "--select", "killed", "also")
+    status, _, err = finish(closing)
     assert status == 0, err[-2000:]
-    history = "select operation, id, name from killed_history order by 2"
-    assert query_rows(project.root, env, history) == [
-        ["I", "1", "bobby"], ["I", "3", "dave"], ["I", "5", "alice"]
-    ]  # fmt: skip
+    for name in ("killed", "also"):
+        history = f"select operation, id, name from {name}_history order by 2"
+        assert query_rows(project.root, env, history) == [
+            ["I", "1", "bobby"], ["I", "3", "dave"], ["I", "5", "alice"]
+        ]  # fmt: skip
 
 
-def _rows(project: Any, env: dict[str, str]) -> dict[int, str]:
-    """``killed_current`` read by ``hashcdc query`` (the engine's private warehouse)."""
-    rows = query_rows(project.root, env, "select id, name from killed_current")
+def _rows(project: Any, env: dict[str, str], table: str = "killed") -> dict[int, str]:
+    """``<table>_current`` read by ``hashcdc query`` (the engine's private warehouse)."""
+    rows = query_rows(project.root, env, f"select id, name from {table}_current")
     return {int(id_): name for id_, name in rows}
