@@ -103,6 +103,12 @@ def check_arguments(parser: argparse.ArgumentParser) -> None:
 def status_arguments(parser: argparse.ArgumentParser) -> None:
     """`hashcdc status`'s arguments."""
     parser.add_argument("--target", help="profile target (default: local)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1, naming the tables, when a table's service level (slo) did not hold "
+        "over the last day or its latest run failed (for cron and monitoring hooks)",
+    )
 
 
 def drop_arguments(parser: argparse.ArgumentParser) -> None:

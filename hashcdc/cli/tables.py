@@ -19,7 +19,7 @@ from hashcdc.runtime.project import (
     profile_output,
     spark_session,
 )
-from hashcdc.state import audit
+from hashcdc.state import audit, service_levels
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -28,8 +28,24 @@ def cmd_status(args: argparse.Namespace) -> int:
     tables = load_table_configs(project_dir / "tables")
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
-    runs = audit.latest_runs(spark, audit.audit_table(project_dir))
-    audit.console().print(audit.status_table(tables, runs, dt.date.today()))
+    audit_table = audit.audit_table(project_dir)
+    runs = audit.latest_runs(spark, audit_table)
+    # Naive, in this process's zone: as Spark hands the audit's timestamps to Python.
+    now = dt.datetime.now()
+    default = audit.project_var(project_dir, service_levels.PROJECT_VAR)
+    oldest = max(span for _, span in service_levels.WINDOWS)
+    samples = service_levels.audit_samples(spark, audit_table, now - oldest)
+    levels = {
+        table.name: service_levels.slo_text(
+            objective,
+            service_levels.attainments(
+                objective, service_levels.table_samples(table, samples), now
+            ),
+        )
+        for table in tables
+        if (objective := service_levels.objective_of(table, default)) is not None
+    }
+    audit.console().print(audit.status_table(tables, runs, dt.date.today(), levels))
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.capture.status import capture_table
     from hashcdc.cli.capture import CAPTURE_STATE_DIR
@@ -39,7 +55,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     if captured is not None:
         audit.console().print(captured)
     print(engine_client.describe(engine_client.status(Place.of(project_dir))))
-    return 0
+    if not args.check:
+        return 0
+    problems = service_levels.breaches(tables, default, samples, runs, now)
+    for problem in problems:
+        print(f"hashcdc status --check: {problem}", file=sys.stderr)
+    return 1 if problems else 0
 
 
 def cmd_upgrade(args: argparse.Namespace) -> int:
@@ -165,6 +186,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     tables = load_table_configs(project_dir / "tables")
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
-    out = write_report(spark, audit.audit_table(project_dir), tables, args.out, dt.date.today())
+    default = audit.project_var(project_dir, service_levels.PROJECT_VAR)
+    out = write_report(
+        spark, audit.audit_table(project_dir), tables, args.out, dt.date.today(), default
+    )
     print(f"wrote {shown(out.resolve())}")
     return 0

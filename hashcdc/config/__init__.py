@@ -24,8 +24,10 @@ from hashcdc.config.model import (
     DatabaseSource,
     KafkaSource,
     SequenceField,
+    ServiceLevel,
     SourceConfig,
     TableConfig,
+    duration_seconds,
 )
 from hashcdc.config.schema import (
     COLUMN_ENCODINGS,
@@ -55,8 +57,10 @@ __all__ = [
     "DatabaseSource",
     "KafkaSource",
     "SequenceField",
+    "ServiceLevel",
     "SourceConfig",
     "TableConfig",
+    "duration_seconds",
     "load_table_configs",
     "setting",
     "parse_table_config",

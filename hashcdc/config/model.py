@@ -482,6 +482,51 @@ class ChangesConfig:
     )
 
 
+# A duration as a service level states it: a number and its unit (s, m, h or d).
+DURATION = "^[0-9]+(\\.[0-9]+)?(s|m|h|d)$"
+DURATION_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(text: str) -> float:
+    """``90s``, ``5m``, ``1.5h``, ``1d`` in seconds (the text matches :data:`DURATION`)."""
+    return float(text[:-1]) * DURATION_SECONDS[text[-1]]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceLevel:
+    """An objective for how far a table may trail its source (``hashcdc status --check``)."""
+
+    SCHEMA: ClassVar[dict[str, Any]] = {
+        "name": "slo",
+        "description": "A service level: `percent` of the table's changes are visible within "
+        "`within` of their source commit (a streamed table: each micro-batch's oldest event; "
+        "a daily table: each date's commit after the date's end). `hashcdc status` shows how "
+        "often it held; `hashcdc status --check` exits non-zero when it does not.",
+        "x-unknown": "unknown field",
+        "x-message": "must be {within: <duration>, percent: <number>}, e.g. {within: 5m, "
+        "percent: 99}",
+    }
+
+    within: str = setting(
+        description="How long after its source commit a change must be visible: a number and "
+        "s, m, h or d (30s, 5m, 2h, 1d).",
+        pattern=DURATION,
+        message="must be a duration like 30s, 5m, 2h or 1d, got {value!r}",
+    )
+    percent: float = setting(
+        99.0,
+        description="How often it must hold, in percent (of micro-batches, or of dates).",
+        exclusiveMinimum=0,
+        maximum=100,
+        message="must be a percentage above 0 and at most 100, got {value!r}",
+    )
+
+    @property
+    def seconds(self) -> float:
+        """``within`` in seconds."""
+        return duration_seconds(self.within)
+
+
 @dataclass(frozen=True, kw_only=True)
 class TableConfig:
     """A validated table config."""
@@ -622,6 +667,11 @@ class TableConfig:
         pattern=NAME,
         message=IDENTIFIER_MESSAGE,
     )
+    slo: ServiceLevel | None = setting(
+        None,
+        description="Optional: the table's service level, e.g. {within: 5m, percent: 99} "
+        "(default: the project's var hashcdc_slo, else none).",
+    )
     sensitive_grants: dict[str, list[str]] | None = setting(
         None,
         description="dbt grants of the sensitive models (e.g. {select: [pii_readers]}), where "
@@ -725,6 +775,8 @@ class TableConfig:
             del data["source"]["database"]
         if self.group is None:
             del data["group"]
+        if self.slo is None:
+            del data["slo"]
         return data
 
     @classmethod

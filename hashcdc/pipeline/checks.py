@@ -66,6 +66,10 @@ def fail_on_duplicate_keys(table: TableConfig, date: str, written: DataFrame) ->
     )
 
 
+# How a stage's event times are kept as text (what a timestamp literal reads back exactly).
+EVENT_TIME_TEXT = "yyyy-MM-dd HH:mm:ss.SSSSSS"
+
+
 def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     """Fail the stage with a clear message when any row of the stage has errors.
 
@@ -86,23 +90,23 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     """
     table = TableConfig.from_dict(dbt.config.meta_get("hashcdc_table"))
     date = dbt.business_date
-    latest_event = F.lit(None).cast("string")
+    latest_event = earliest_event = F.lit(None).cast("string")
     if table.is_feed:
-        loaded_new = F.col(ROW_ERRORS).isNull() & F.col("is_new_event")
-        latest_event = F.date_format(
-            F.max(F.when(loaded_new, F.col("event_time"))), "yyyy-MM-dd HH:mm:ss.SSSSSS"
-        )
+        new_event_time = F.when(F.col(ROW_ERRORS).isNull() & F.col("is_new_event"), "event_time")
+        latest_event = F.date_format(F.max(new_event_time), EVENT_TIME_TEXT)
+        earliest_event = F.date_format(F.min(new_event_time), EVENT_TIME_TEXT)
     counts = written.agg(
         F.count(F.lit(1)).alias("rows"),
         F.count(ROW_ERRORS).alias("rejected"),
         latest_event.alias("latest_event_at"),
+        earliest_event.alias("earliest_event_at"),
     ).first()
     total, rejected = int(counts["rows"]), int(counts["rejected"])
     # Kept with the stage: the reconcile test and the run's audit read these counts.
     record_counts(
         f"{dbt.this.schema}.{dbt.this.identifier}",
         date,
-        StageCounts(total, rejected, counts["latest_event_at"]),
+        StageCounts(total, rejected, counts["latest_event_at"], counts["earliest_event_at"]),
     )
     if rejected:
         check_reject_limits(spark, table, date, written, rejected, total)

@@ -53,12 +53,14 @@ class StageCounts:
     ``latest_event_at``: a change feed's latest commit time among its new loaded events, as
     a ``yyyy-MM-dd HH:mm:ss.SSSSSS`` text in the session's time zone (what a timestamp
     literal of the same session reads back exactly); None for other tables, or when there
-    is none.
+    is none. ``earliest_event_at``: the earliest, the same way (the batch's oldest event:
+    its lag is the batch's worst).
     """
 
     rows: int
     rejected: int
     latest_event_at: str | None = None
+    earliest_event_at: str | None = None
 
 
 @dataclass

@@ -153,7 +153,7 @@ def latest_runs(spark: Any, table: str) -> dict[str, dict[str, Any]]:
     return {row.table_name: row.asDict() for row in rows}
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     """Seconds in the unit that reads best: 12 s, 7.5 min, 3.2 h."""
     if seconds < 120:
         return f"{seconds:.0f} s"
@@ -178,11 +178,11 @@ def lag_text(table: TableConfig, run: dict[str, Any], today: dt.date) -> str:
     parts = [days]
     if run.get("latest_event_at") is not None:
         behind = (dt.datetime.now() - run["latest_event_at"]).total_seconds()
-        parts.append(f"last event {_duration(behind)} ago")
+        parts.append(f"last event {duration_text(behind)} ago")
         if run.get("ended_at") is not None:
             # Source commit of the latest applied event -> its run's commit: a stream's lag.
             applied = (run["ended_at"] - run["latest_event_at"]).total_seconds()
-            parts.append(f"applied {_duration(max(0.0, applied))} after its commit")
+            parts.append(f"applied {duration_text(max(0.0, applied))} after its commit")
     elif run.get("watermark"):
         parts.append(f"watermark {run['watermark']}")
     if run.get("rows_in") and run.get("seconds"):
@@ -191,20 +191,34 @@ def lag_text(table: TableConfig, run: dict[str, Any], today: dt.date) -> str:
 
 
 def status_table(
-    tables: Sequence[TableConfig], runs: dict[str, dict[str, Any]], today: dt.date
+    tables: Sequence[TableConfig],
+    runs: dict[str, dict[str, Any]],
+    today: dt.date,
+    levels: dict[str, str] | None = None,
 ) -> Table:
-    """``hashcdc status``: one line per configured table."""
+    """``hashcdc status``: one line per configured table.
+
+    ``levels``: each table's service-level cell (:mod:`hashcdc.state.service_levels`);
+    the column is shown when some table has an objective.
+    """
+    levels = levels or {}
     out = Table()
     for heading in ("table", "enabled", "type", "last date", "last run", "at"):
         out.add_column(heading)
     out.add_column("I/U/D/X/N", justify="right")
     out.add_column("rejects", justify="right")
     out.add_column("lag")
-    for table in tables:
+    if levels:
+        out.add_column("service level")
+    level = [levels.get(t.name, "") for t in tables] if levels else []
+    for number, table in enumerate(tables):
         run = runs.get(table.name)
         enabled = "yes" if table.enabled else "[yellow]paused[/]"
+        extra = level[number : number + 1]
         if run is None:
-            out.add_row(table.name, enabled, table.extract_type, "", "never run", "", "", "", "")
+            out.add_row(
+                table.name, enabled, table.extract_type, "", "never run", "", "", "", "", *extra
+            )
             continue
         counts = "/".join(_count(run[column]) or "-" for _, column in OPERATIONS)
         out.add_row(
@@ -217,5 +231,6 @@ def status_table(
             counts,
             _count(run["rejects"]),
             lag_text(table, run, today),
+            *extra,
         )
     return out

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from hashcdc.config import TableConfig
-from hashcdc.state import audit
+from hashcdc.state import audit, service_levels
 
 OPERATION_COLOURS = {"I": "#2e7d32", "U": "#1565c0", "D": "#c62828", "X": "#ef6c00"}
 CHART_IDS = (
@@ -26,6 +26,7 @@ CHART_IDS = (
     "chart-durations",
     "chart-lag",
     "chart-feed-lag",
+    "chart-service-levels",
 )
 
 
@@ -147,6 +148,49 @@ def feed_lag_chart(rows: Sequence[Any]) -> go.Figure:
     return figure
 
 
+def service_level_chart(
+    rows: Sequence[Any], tables: Sequence[TableConfig], default: Any = None
+) -> go.Figure:
+    """Per table with an objective, each sample's lag over time beside its ``within``.
+
+    A sample is a micro-batch (its oldest event's commit to its end) or a date (its end
+    to its first commit): :mod:`hashcdc.state.service_levels`.
+    """
+    records = [dict(row) if isinstance(row, dict) else row.asDict() for row in rows]
+    for record in records:
+        record.setdefault("earliest_event_at", None)
+        record.setdefault("command", "build")
+    figure = go.Figure(
+        layout={
+            "title": "Service levels: each sample's lag against the table's objective (dashed)",
+            "yaxis": {"type": "log", "title": "seconds"},
+        }
+    )
+    for table in tables:
+        objective = service_levels.objective_of(table, default)
+        samples = service_levels.table_samples(table, records) if objective else []
+        if objective is None or not samples:
+            continue
+        figure.add_trace(
+            go.Scatter(
+                x=[s.at for s in samples],
+                y=[max(s.seconds, 0.1) for s in samples],
+                mode="markers",
+                name=table.name,
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=[samples[0].at, samples[-1].at],
+                y=[objective.seconds, objective.seconds],
+                mode="lines",
+                line={"dash": "dash"},
+                name=f"{table.name}: {objective.percent:g}% within {objective.within}",
+            )
+        )
+    return figure
+
+
 def _status_rows(by_table: dict[str, list[Any]], tables: Sequence[TableConfig]) -> str:
     configs = {t.name: t for t in tables}
     cells = []
@@ -165,8 +209,10 @@ def _status_rows(by_table: dict[str, list[Any]], tables: Sequence[TableConfig]) 
     return "\n".join(cells)
 
 
-def render_report(rows: Sequence[Any], tables: Sequence[TableConfig], today: dt.date) -> str:
-    """The report page for some audit rows."""
+def render_report(
+    rows: Sequence[Any], tables: Sequence[TableConfig], today: dt.date, default: Any = None
+) -> str:
+    """The report page for some audit rows (``default``: the project's objective)."""
     by_table = _latest_per_date(rows)
     if not by_table:
         body = "<p>No run is recorded yet: run a business date first (`hashcdc run`).</p>"
@@ -181,7 +227,7 @@ def render_report(rows: Sequence[Any], tables: Sequence[TableConfig], today: dt.
             # Business dates are categories: no hours between them, no gaps for days not run.
             figure.update_xaxes(type="category")
         # Over time, not by date: every run of a streamed table is a point.
-        figures = (*figures, feed_lag_chart(rows))
+        figures = (*figures, feed_lag_chart(rows), service_level_chart(rows, tables, default))
         charts = [
             figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=chart_id)
             for index, (figure, chart_id) in enumerate(zip(figures, CHART_IDS, strict=True))
@@ -202,10 +248,15 @@ def render_report(rows: Sequence[Any], tables: Sequence[TableConfig], today: dt.
 
 
 def write_report(
-    spark: Any, audit_table: str, tables: Sequence[TableConfig], out: Path, today: dt.date
+    spark: Any,
+    audit_table: str,
+    tables: Sequence[TableConfig],
+    out: Path,
+    today: dt.date,
+    default: Any = None,
 ) -> Path:
     """Read the whole audit and write the report page to ``out``."""
     rows = spark.table(audit_table).collect() if spark.catalog.tableExists(audit_table) else []
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_report(rows, tables, today), encoding="utf-8")
+    out.write_text(render_report(rows, tables, today, default), encoding="utf-8")
     return out

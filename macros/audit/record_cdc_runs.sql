@@ -39,6 +39,10 @@
         by invocation) to the partitioned layout: copied beside it, then swapped in. -#}
     {%- do run_query(hashcdc._cdc_runs_ddl(audit)) -%}
     {%- set layout = run_query('describe table ' ~ audit) -%}
+    {#- A column added since (placed before the partition column, as the schema has it). -#}
+    {%- if 'earliest_event_at' not in layout.columns[0].values() -%}
+        {%- do run_query('alter table ' ~ audit ~ ' add columns (earliest_event_at timestamp)') -%}
+    {%- endif -%}
     {%- if '# Partition Information' in layout.columns[0].values() -%}
         {{ return('') }}
     {%- endif -%}
@@ -81,6 +85,7 @@
         ('state_rows_after', 'bigint'),
         ('watermark', 'string'),
         ('latest_event_at', 'timestamp'),
+        ('earliest_event_at', 'timestamp'),
         ('invocation_id', 'string'),
     ]) }}
 {% endmacro %}
@@ -174,6 +179,7 @@
             {% endfor -%}
             cast(null as string) as watermark,
             cast(null as timestamp) as latest_event_at,
+            cast(null as timestamp) as earliest_event_at,
             '{{ invocation_id }}' as invocation_id
     {%- endset -%}
     {{ return(columns | trim) }}
@@ -264,6 +270,7 @@
             snapshot.state_rows_after,
             {{ 'to_json(snapshot.watermark)' if is_feed else 'cast(null as string)' }} as watermark,
             incoming.latest_event_at,
+            incoming.earliest_event_at,
             '{{ invocation_id }}' as invocation_id
         from (
             {%- set stage = api.Relation.create(
@@ -274,7 +281,8 @@
                 table_name,
                 count(*) as rows_in,
                 count_if(_row_errors is not null) as rejects,
-                {{ hashcdc._latest_event_at(is_feed) }} as latest_event_at
+                {{ hashcdc._event_at(is_feed, 'max') }} as latest_event_at,
+                {{ hashcdc._event_at(is_feed, 'min') }} as earliest_event_at
             from {{ hashcdc.stage_relation(stage, business_date) }}
             where table_name in ('{{ members | join("', '") }}')
             group by table_name
@@ -283,16 +291,14 @@
             select
                 {{ stage_counts.rows }}L as rows_in,
                 {{ stage_counts.rejected }}L as rejects,
-                {%- if stage_counts.latest_event_at %}
-                timestamp'{{ stage_counts.latest_event_at }}' as latest_event_at
-                {%- else %}
-                cast(null as timestamp) as latest_event_at
-                {%- endif %}
+                {{ hashcdc._timestamp(stage_counts.latest_event_at) }} as latest_event_at,
+                {{ hashcdc._timestamp(stage_counts.earliest_event_at) }} as earliest_event_at
             {%- else %}
             select
                 count(*) as rows_in,
                 count_if(_row_errors is not null) as rejects,
-                {{ hashcdc._latest_event_at(is_feed) }} as latest_event_at
+                {{ hashcdc._event_at(is_feed, 'max') }} as latest_event_at,
+                {{ hashcdc._event_at(is_feed, 'min') }} as earliest_event_at
             from {{ hashcdc.stage_relation(stage, business_date) }}
             {%- endif %}
         ) as incoming
@@ -339,8 +345,15 @@
 {% endmacro %}
 
 
-{% macro _latest_event_at(is_feed) %}
-    {#- The source commit time of the latest event a feed's date applied (the stream's lag). -#}
-    {{ return('max(if(_row_errors is null and is_new_event, event_time, null))'
+{% macro _event_at(is_feed, aggregate) %}
+    {#- The source commit time of the latest (`max`) or earliest (`min`) event a feed's
+        date applied (the stream's lag, and its worst in the batch). -#}
+    {{ return(aggregate ~ '(if(_row_errors is null and is_new_event, event_time, null))'
         if is_feed else 'cast(null as timestamp)') }}
+{% endmacro %}
+
+
+{% macro _timestamp(text) %}
+    {#- A timestamp literal of a stage count's text, or a typed null. -#}
+    {{ return("timestamp'" ~ text ~ "'" if text else 'cast(null as timestamp)') }}
 {% endmacro %}

@@ -349,8 +349,11 @@ def _member_commits(project: Any, group: str) -> list[tuple[str, list[str], bool
 def test_stream_over_a_group_applies_its_tables_in_one_batch(project: Any, capsys: Any) -> None:
     """The feeds of a group: one micro-batch (one dbt invocation, one commit) for all the
     tables with new events; a table without any is held back, its rows untouched."""
+    # Service levels: the test events' commits are from 2023, so pets' minute is missed and
+    # people's 4,000 days are kept.
+    objectives = {"people": {"within": "4000d"}, "pets": {"within": "1m", "percent": 99}}
     for name in ("people", "pets"):
-        project.add_table(feed_config(name, PERSON) | {"group": "home"})
+        project.add_table(feed_config(name, PERSON) | {"group": "home", "slo": objectives[name]})
 
     # Only people's events: pets is held back from the batch (no commit names it).
     _deliver(project, "people", DATES[0], "a", FIRST)
@@ -400,3 +403,18 @@ def test_stream_over_a_group_applies_its_tables_in_one_batch(project: Any, capsy
     assert _history(project, "pets") == EXPECTED_HISTORY[:8]
     assert _history(project, "people") == expected
     assert _member_commits(project, "home")[-1][:2] == (DATES[1], ["pets"])
+
+    # Each batch's oldest and newest applied event are audited: the oldest gives its lag.
+    [batch] = project.rows(
+        "select earliest_event_at, latest_event_at from cdc_runs where table_name = 'pets' "
+        f"and command = 'run' and business_date = '{DATES[1]}'"
+    )
+    assert batch["earliest_event_at"] < batch["latest_event_at"]
+    # The service levels over the last day: --check names the table whose objective broke.
+    capsys.readouterr()
+    assert _hashcdc(project, "status", "--check") == 1
+    captured = capsys.readouterr()
+    shown = " ".join(captured.out.split())
+    assert "people" in shown and "100.0%" in shown and "0.0%" in shown, shown
+    assert "pets: service level breached: 0.0% of 2 sample(s) within 1m" in captured.err
+    assert "people" not in captured.err

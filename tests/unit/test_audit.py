@@ -166,9 +166,13 @@ def test_the_report_has_a_panel_per_table_however_many_tables_there_are() -> Non
         )
         for second in (10, 20)
     ]
-    page = render_report(rows, [table("t00"), table("t01", enabled=False)], dt.date(2024, 3, 3))
+    tables = [table("t00"), table("t01", enabled=False), table("streamed", slo={"within": "5s"})]
+    page = render_report(rows, tables, dt.date(2024, 3, 3))
     assert all(f'id="{chart}"' in page for chart in CHART_IDS)
     assert '"name":"streamed"' in page.split('id="chart-feed-lag"')[1]
+    # Its objective beside its samples (t00 has none: not on the chart).
+    levels = page.split('id="chart-service-levels"')[1]
+    assert '"name":"streamed: 99% within 5s"' in levels and '"name":"t00"' not in levels
     assert "<td>t01</td><td>paused</td>" in page and "<td>t39</td><td>removed</td>" in page
 
 

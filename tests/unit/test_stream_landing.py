@@ -75,7 +75,8 @@ def test_a_landing_the_stream_cannot_watch_is_refused_with_its_reason(tmp_path: 
 
 
 def test_a_file_is_visible_at_the_end_of_the_first_batch_that_holds_an_event_as_late() -> None:
-    files = [("f0", 1_000), ("f1", 2_000), ("f2", 9_000)]
-    batches = [(1_500, 1_000), (4_000, 2_500), (3_000, 2_000)]  # (end, newest event), ms
-    assert _file_lags(files, batches) == [0.5, 1.0]  # f2 never became visible
+    files = [("t", "f0", 1_000), ("t", "f1", 2_000), ("t", "f2", 9_000), ("u", "f0", 1_000)]
+    # (table, end, newest event), ms: a table's file waits for a batch of its own table.
+    batches = [("t", 1_500, 1_000), ("t", 4_000, 2_500), ("t", 3_000, 2_000), ("u", 5_000, 1_000)]
+    assert _file_lags(files, batches) == [0.5, 1.0, 4.0]  # t's f2 never became visible
     assert _percentiles([0.5, 1.0, 3.0]) == {"p50_s": 1.0, "p99_s": 3.0, "max_s": 3.0}
