@@ -136,8 +136,9 @@ class Landing(threading.Thread):
             lines: dict[str, list[str]] = {}
             for _ in range(self.rate):
                 self.lsn += 1
-                key = (self.lsn * 7919) % self.rows
+                # Spread over the tables, and over each table's keys.
                 table = names[self.lsn % len(names)]
+                key = (self.lsn // len(names) * 7919) % self.rows
                 lines.setdefault(table, []).append(_event("u", key, self.lsn, self.lsn, now_ms))
             name = f"updates-{second:05d}.json"
             for table, table_lines in lines.items():

@@ -31,15 +31,15 @@ def cmd_status(args: argparse.Namespace) -> int:
     audit_table = audit.audit_table(project_dir)
     runs = audit.latest_runs(spark, audit_table)
     # Naive, in this process's zone: as Spark hands the audit's timestamps to Python.
-    now = dt.datetime.now()
-    default = audit.project_var(project_dir, service_levels.PROJECT_VAR)
+    local_now = dt.datetime.now()
+    default = service_levels.project_default(project_dir)
     oldest = max(span for _, span in service_levels.WINDOWS)
-    samples = service_levels.audit_samples(spark, audit_table, now - oldest)
+    samples = service_levels.audit_samples(spark, audit_table, local_now - oldest)
     levels = {
         table.name: service_levels.slo_text(
             objective,
             service_levels.attainments(
-                objective, service_levels.table_samples(table, samples), now
+                objective, service_levels.table_samples(table, samples), local_now
             ),
         )
         for table in tables
@@ -57,7 +57,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(engine_client.describe(engine_client.status(Place.of(project_dir))))
     if not args.check:
         return 0
-    problems = service_levels.breaches(tables, default, samples, runs, now)
+    problems = service_levels.breaches(tables, default, samples, runs, local_now)
     for problem in problems:
         print(f"hashcdc status --check: {problem}", file=sys.stderr)
     return 1 if problems else 0
@@ -186,7 +186,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     tables = load_table_configs(project_dir / "tables")
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
-    default = audit.project_var(project_dir, service_levels.PROJECT_VAR)
+    default = service_levels.project_default(project_dir)
     out = write_report(
         spark, audit.audit_table(project_dir), tables, args.out, dt.date.today(), default
     )

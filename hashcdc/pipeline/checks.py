@@ -30,8 +30,8 @@ from hashcdc.pipeline.feed import (
 from hashcdc.pipeline.group_stage import member_rows
 from hashcdc.pipeline.rejects import with_row_numbers
 from hashcdc.pipeline.session_stage import StageCounts, record_counts
-from hashcdc.pipeline.stage import state_table
-from hashcdc.state.plan import DateCommand, member_plans, plan_of
+from hashcdc.pipeline.stage import date_command, state_table
+from hashcdc.state.plan import member_plans, plan_of
 
 MAX_REPORTED_ROWS = 10
 
@@ -117,7 +117,7 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
         # applied are skipped by design, and a late one is reported by the run that closes
         # the date. Otherwise the events are checked against the date before.
         state = state_table(dbt.this.schema, table)
-        command = DateCommand.from_dict({**dbt.command, "business_date": date})
+        command = date_command(dbt.command, date)
         plan = plan_of(spark, state, command, table.name)
         if not plan.micro_batch:
             prior = PriorState.at(spark, state, plan.before and plan.before.last_version)
@@ -135,7 +135,7 @@ def _report_unapplied_events(
     are skipped by design, and a late one is reported by the run that closes the date.
     """
     date = dbt.business_date
-    command = DateCommand.from_dict({**dbt.command, "business_date": date})
+    command = date_command(dbt.command, date)
     if not members or command.micro_batch:
         return
     state = group.relations.in_schema(dbt.this.schema).state

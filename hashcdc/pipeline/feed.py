@@ -239,7 +239,11 @@ def _event_id(table: TableConfig) -> Column:
 
 
 def typed_events(
-    raw: DataFrame, table: TableConfig, values_map: Column, prior: PriorState
+    raw: DataFrame,
+    table: TableConfig,
+    values_map: Column,
+    prior: PriorState,
+    placeholders: bool | None = None,
 ) -> DataFrame:
     """Cast, check and hash the events of :func:`raw_events` / :func:`raw_table_events`.
 
@@ -254,6 +258,9 @@ def typed_events(
     prior : PriorState
         The state before the business date: its watermark, the events applied at the
         watermark's position, and the rows that fill unavailable values.
+    placeholders : bool, optional
+        Whether the events mention the unavailable-value placeholder, when a table
+        group's stage looked for all its members at once (None: this looks itself).
 
     Returns
     -------
@@ -337,10 +344,14 @@ def typed_events(
         ROW_ID,
     )
     keyed = with_hashes(cast, {"keyhash": list(table.key_columns)})
-    marked = prior.mark_new_events(
-        keyed.withColumn("event_id", _event_id(table)), transport.partitioned
-    )
-    if unavailable and not table.is_keyless and _holds_unavailable(raw, keyed, table):
+    identified = keyed.withColumn("event_id", _event_id(table))
+    if prior.deferred:
+        marked = identified.withColumn("is_new_event", F.lit(None).cast("boolean"))
+    else:
+        marked = prior.mark_new_events(identified, transport.partitioned)
+    if placeholders is None and unavailable and not table.is_keyless:
+        placeholders = _holds_unavailable(raw, keyed, table)
+    if unavailable and not table.is_keyless and placeholders:
         marked = prior.fill_unavailable(marked, table)
     # The hashes of an event's row image (all but keyhash, computed above).
     image_hashes = {name: cols for name, cols in row_hashes(table).items() if name != "keyhash"}
@@ -425,6 +436,8 @@ class PriorState:
     """
 
     rows: DataFrame | None
+    # The events are marked later, with their table group's (``group_stage``): not here.
+    deferred: bool = False
 
     @classmethod
     def at(
@@ -441,28 +454,41 @@ class PriorState:
         """
         if state is None or version is None:
             return cls(None)
-        rows = spark.sql(f"select * from {state} version as of {version}")
-        return cls(rows if member is None else rows.where(F.col("table_name") == member))
+        prior = cls(spark.sql(f"select * from {state} version as of {version}"))
+        return prior if member is None else prior.of_member(member)
 
-    def watermark(self) -> DataFrame | None:
+    def of_member(self, member: str) -> PriorState:
+        """Of a table group's state, one member's rows (its watermark, A and P rows)."""
+        return PriorState(
+            None if self.rows is None else self.rows.where(F.col("table_name") == member)
+        )
+
+    def watermark(self, by: tuple[str, ...] = ()) -> DataFrame | None:
         """One row: the ``_watermark``, and how many ``A`` and ``P`` rows the state has.
 
         ``_applied_at_watermark`` counts the ``A`` rows, ``_partitions`` the ``P`` rows;
         ``_partition_floor`` is the watermark of partitions without a ``P`` row of their
-        own (the ``P`` row with no partition).
+        own (the ``P`` row with no partition). ``by``: a row per value of these columns (a
+        table group's state: per member).
         """
         if self.rows is None:
             return None
         operation = F.col("operation")
         floor = (operation == "P") & F.col("keyhash").isNull()
-        return self.rows.where(operation.isin("W", "A", "P")).agg(
-            F.max(F.when(operation == "W", F.col("event_sequence"))).alias("_watermark"),
-            F.count_if(operation == "A").alias("_applied_at_watermark"),
-            F.count_if(operation == "P").alias("_partitions"),
-            F.max(F.when(floor, F.col("event_sequence"))).alias("_partition_floor"),
+        return (
+            self.rows.where(operation.isin("W", "A", "P"))
+            .groupBy(*by)
+            .agg(
+                F.max(F.when(operation == "W", F.col("event_sequence"))).alias("_watermark"),
+                F.count_if(operation == "A").alias("_applied_at_watermark"),
+                F.count_if(operation == "P").alias("_partitions"),
+                F.max(F.when(floor, F.col("event_sequence"))).alias("_partition_floor"),
+            )
         )
 
-    def mark_new_events(self, events: DataFrame, partitioned: bool = False) -> DataFrame:
+    def mark_new_events(
+        self, events: DataFrame, partitioned: bool = False, by: tuple[str, ...] = ()
+    ) -> DataFrame:
         """Add ``is_new_event``: whether an event has not been applied by an earlier date.
 
         New are the events above their watermark, and those *at* it whose ``event_id`` is
@@ -471,23 +497,34 @@ class PriorState:
         applied. ``partitioned`` (a topic): an event's watermark is its partition's ``P``
         row; a partition without one has the floor once the state has ``P`` rows, and the
         table's watermark before (a state a one-partition topic or files wrote before
-        partitions had watermarks).
+        partitions had watermarks). ``by``: the columns the events and the state's rows
+        share whose values part them (a table group's: its member, ``table_name``): each
+        its own watermark, ``A`` and ``P`` rows, in one pass over all members' events.
         """
-        summary = self.watermark()
+        summary = self.watermark(by)
         if summary is None:
-            return events.withColumn("is_new_event", F.col("event_op").isNotNull())
+            marked = events.withColumn("is_new_event", F.col("event_op").isNotNull())
+            return marked.select(*events.columns, "is_new_event")
+        # The state's side of a `by` column is renamed: the join compares the two.
+        prior_by = [F.col(c).alias(f"_prior_{c}") for c in by]
+        same = [F.col(c) == F.col(f"_prior_{c}") for c in by]
         applied = self.rows.where(F.col("operation") == "A").select(
-            F.col("nonkeyhash").alias("_applied_id"), F.lit(True).alias("_was_applied")
+            *prior_by, F.col("nonkeyhash").alias("_applied_id"), F.lit(True).alias("_was_applied")
         )
-        joined = events.crossJoin(F.broadcast(summary))
+        if by:
+            joined = events.join(F.broadcast(summary), list(by), "left")
+        else:
+            joined = events.crossJoin(F.broadcast(summary))
         watermark = F.col("_watermark")
         if partitioned:
             partitions = self.rows.where(F.col("operation") == "P").select(
+                *prior_by,
                 F.col("keyhash").cast("string").cast("int").alias("_partition"),
                 F.col("event_sequence").alias("_partition_watermark"),
             )
+            on_partition = F.col("event_partition") == F.col("_partition")
             joined = joined.join(
-                F.broadcast(partitions), F.col("event_partition") == F.col("_partition"), "left"
+                F.broadcast(partitions), functools.reduce(operator.and_, same, on_partition), "left"
             )
             watermark = (
                 F.when(F.col("event_partition").isNull(), watermark)
@@ -497,7 +534,8 @@ class PriorState:
                 )
                 .otherwise(watermark)
             )
-        joined = joined.join(applied, F.col("event_id") == F.col("_applied_id"), "left")
+        on_event = F.col("event_id") == F.col("_applied_id")
+        joined = joined.join(applied, functools.reduce(operator.and_, same, on_event), "left")
         sequence = F.col("event_sequence")
         at_watermark_new = (F.col("_applied_at_watermark") > 0) & F.col("_was_applied").isNull()
         is_new = F.col("event_op").isNotNull() & (

@@ -28,20 +28,25 @@ from hashcdc.groups import outcomes
 from hashcdc.groups.evolution import evolve_group
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
+from hashcdc.pipeline.casting import unavailable_forms
 from hashcdc.pipeline.columns import (
     EVENT_COLUMNS,
     HASH_COLUMNS,
+    LINE_COLUMN,
     REJECT_DETAIL_COLUMNS,
     ROW_ERRORS,
     SOURCE_FILE,
 )
 from hashcdc.pipeline.evolution.joining import check_joined
 from hashcdc.pipeline.evolution.tables import evolve_group_images
-from hashcdc.pipeline.feed import PriorState
+from hashcdc.pipeline.extract import read_event_lines
+from hashcdc.pipeline.feed import PriorState, shows_verbatim_in_json
+from hashcdc.pipeline.inputs import table_reader
 from hashcdc.pipeline.projections import built_once
 from hashcdc.pipeline.rejects import rejected_rows
-from hashcdc.pipeline.stage import typecast_and_hash
-from hashcdc.state.plan import DateCommand, member_plans
+from hashcdc.pipeline.stage import Screened, date_command, date_files, typecast_and_hash
+from hashcdc.pipeline.transports import transport_of
+from hashcdc.state.plan import member_plans
 
 TRAILING = ("business_date", SOURCE_FILE, ROW_ERRORS, *REJECT_DETAIL_COLUMNS)
 # Members whose DataFrames are built side by side.
@@ -114,12 +119,27 @@ def group_stage(
     if not members:
         raise InputDataError(f"group '{group.name}': no table of it runs {date} (paused or held)")
 
-    priors = _prior_states(spark, schema, group, date, command, [m.name for m in members])
+    screened = _screened(spark, group.name, members, date, command)
+    members = [m for m in members if m.name in screened]
+    prior = _prior_state(spark, schema, group, date, command, [m.name for m in members])
+    # A member whose events fill unavailable values marks them itself (the fill reads
+    # which are new); the group marks every member's in one pass after the union.
+    priors = {
+        m.name: prior.of_member(m.name)
+        if screened[m.name].placeholders is not False
+        else PriorState(None, deferred=True)
+        for m in members
+    }
 
     def member_frame(member: TableConfig) -> DataFrame | None:
         try:
             frame = typecast_and_hash(
-                spark, member.to_dict(), date, command=command, prior=priors.get(member.name)
+                spark,
+                member.to_dict(),
+                date,
+                command=command,
+                prior=priors[member.name],
+                screened=screened[member.name],
             )
         except InputDataError as refusal:
             outcomes.refuse(group.name, date, member.name, str(refusal))
@@ -132,31 +152,120 @@ def group_stage(
         frames = [f for f in pool.map(member_frame, members) if f is not None]
     if not frames:
         raise InputDataError("\n".join(outcomes.refused(group.name, date).values()))
-    return union_all(spark, frames, f"{UNION_VIEW}{group.name}_")
+    stage = union_all(spark, frames, f"{UNION_VIEW}{group.name}_")
+    if not group.is_feed:
+        return stage
+    partitioned = transport_of(members[0]).partitioned
+    marked = prior.mark_new_events(stage.drop("is_new_event"), partitioned, (MEMBER_COLUMN,))
+    return marked.select(*stage.columns)
 
 
-def _prior_states(
+def _screened(
+    spark: SparkSession,
+    group: str,
+    members: list[TableConfig],
+    date: str,
+    command: dict[str, Any] | None,
+) -> dict[str, Screened]:
+    """Each member's locations, and what its checks read of them, for all members at once.
+
+    The locations are listed side by side (a member without an extract is refused, left
+    out); the fields a sample of each member's rows carries, and whether a feed's events
+    mention its unavailable-value placeholder, are one query each over every member's
+    files, not one per member.
+    """
+    asked = date_command(command, date)
+
+    def listed(member: TableConfig) -> tuple[TableConfig, list[str] | None]:
+        try:
+            return member, date_files(spark, member, date, asked)
+        except InputDataError as refusal:
+            outcomes.refuse(group, date, member.name, str(refusal))
+            return member, None
+
+    with ThreadPoolExecutor(BUILDERS) as pool:
+        extracts = [(m, files) for m, files in pool.map(listed, members) if files is not None]
+    prefix = f"{UNION_VIEW}{group}_"
+    sampled = _sampled_fields(spark, extracts, f"{prefix}sample_")
+    mentioned = _placeholders_mentioned(spark, extracts, f"{prefix}placeholder_")
+    return {
+        m.name: Screened(files, sampled.get(m.name), mentioned.get(m.name)) for m, files in extracts
+    }
+
+
+def _sampled_fields(
+    spark: SparkSession, extracts: list[tuple[TableConfig, list[str]]], prefix: str
+) -> dict[str, list[str]]:
+    """Each member's sampled fields (its reader's ``column_sample``), in one query."""
+    frames, fields = [], {}
+    for member, files in extracts:
+        sample = table_reader(member).column_sample(spark, member, files)
+        if sample is not None:
+            frames.append(sample.select(F.lit(member.name).alias(MEMBER_COLUMN), "key"))
+            fields[member.name] = []
+    if frames:
+        for row in union_all(spark, frames, prefix).collect():
+            fields[row[MEMBER_COLUMN]].append(row["key"])
+    return fields
+
+
+def _placeholders_mentioned(
+    spark: SparkSession, extracts: list[tuple[TableConfig, list[str]]], prefix: str
+) -> dict[str, bool]:
+    """Whether each feed's events mention its unavailable-value placeholder, in one query.
+
+    A scan of the lines' text (:func:`hashcdc.pipeline.feed.typed_events` fills the values
+    of a feed whose events do); a feed whose placeholder is off, or without a key, does
+    not; one whose lines are not its events, or whose placeholder's forms do not show as
+    they are in JSON, is left out (it looks itself).
+    """
+    frames, mentioned = [], {}
+    for member, files in extracts:
+        placeholder = member.changes.unavailable_value if member.changes is not None else None
+        if placeholder is None or member.is_keyless:
+            mentioned[member.name] = False
+            continue
+        *forms, _ = unavailable_forms(placeholder)
+        if not table_reader(member).line_holds_event or not shows_verbatim_in_json(forms):
+            continue
+        line = F.col(LINE_COLUMN)
+        mentions = reduce(lambda a, b: a | b, [line.contains(form) for form in forms])
+        lines = read_event_lines(spark, member, files).where(mentions).limit(1)
+        frames.append(lines.select(F.lit(member.name).alias(MEMBER_COLUMN)))
+        mentioned[member.name] = False
+    if frames:
+        for row in union_all(spark, frames, prefix).collect():
+            mentioned[row[MEMBER_COLUMN]] = True
+    return mentioned
+
+
+def _prior_state(
     spark: SparkSession,
     schema: str | None,
     group: Group,
     date: str,
     command: dict[str, Any] | None,
     members: list[str],
-) -> dict[str, PriorState]:
-    """A feed group's members' states before the date, each read at its own plan's version.
+) -> PriorState:
+    """A feed group's state before the date: each member's rows at its own plan's version.
 
     Its events are new to a member when the group's state as the member's plan reads it
-    has not applied them (a member rerun alone reads its own date before).
+    has not applied them (a member rerun alone reads its own date before). Members read
+    at one version share its read (mostly one: the group's latest).
     """
     if not group.is_feed or not schema:
-        return {}
+        return PriorState(None)
     state = group.relations.in_schema(schema).state
-    asked = DateCommand.from_dict({**(command or {}), "business_date": date})
-    plans = member_plans(spark, state, asked, members)
-    return {
-        member: PriorState.at(spark, state, plan.prior_version, member)
-        for member, plan in plans.items()
-    }
+    plans = member_plans(spark, state, date_command(command, date), members)
+    at: dict[int | None, list[str]] = {}
+    for member, plan in plans.items():
+        at.setdefault(plan.prior_version, []).append(member)
+    parts = [
+        read.rows.where(F.col(MEMBER_COLUMN).isin(*names))
+        for version, names in at.items()
+        if (read := PriorState.at(spark, state, version)).rows is not None
+    ]
+    return PriorState(reduce(DataFrame.unionByName, parts) if parts else None)
 
 
 def union_all(spark: SparkSession, frames: list[DataFrame], prefix: str) -> DataFrame:

@@ -17,6 +17,7 @@ The stage is not written: it is kept in the Spark session for the models after i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
@@ -122,6 +123,21 @@ def state_table(schema: str | None, table: TableConfig) -> str | None:
     return table.relations.in_schema(schema).state if schema else None
 
 
+@dataclass(frozen=True)
+class Screened:
+    """What a table group's stage read of a member's extract, for all its members at once.
+
+    ``files``: the date's (a micro-batch's) locations; ``sampled``: the fields of its
+    reader's :meth:`~hashcdc.pipeline.inputs.base.Reader.column_sample` (None: it reads
+    none); ``placeholders``: whether a change feed's events mention the unavailable-value
+    placeholder (None: not looked at, the feed looks itself).
+    """
+
+    files: list[str]
+    sampled: list[str] | None = None
+    placeholders: bool | None = None
+
+
 def typecast_and_hash(
     spark: SparkSession,
     table_data: dict[str, Any],
@@ -130,6 +146,7 @@ def typecast_and_hash(
     prepare: bool = True,
     command: dict[str, Any] | None = None,
     prior: PriorState | None = None,
+    screened: Screened | None = None,
 ) -> DataFrame:
     """Build the stage DataFrame of one table for one business date.
 
@@ -157,6 +174,9 @@ def typecast_and_hash(
     prior : PriorState, optional
         A change feed's state before the date, when its plan is not its own state's (a
         member of a table group: :func:`hashcdc.pipeline.group_stage.group_stage`).
+    screened : Screened, optional
+        The extract's locations and what was read of them for all the members of a table
+        group at once (its checks then read nothing more of their own).
 
     Returns
     -------
@@ -177,9 +197,11 @@ def typecast_and_hash(
         if prepare:
             upgrade_states(spark, schema, table)
         table, inferred = infer_additions(spark, schema, table, date)
-    asked = DateCommand.from_dict({**(command or {}), "business_date": date})
-    only = None if asked.files is None else {local_path(f) for f in asked.files}
-    files = checked_extract(spark, table, date, only)
+    if screened is None:
+        files = checked_extract(spark, table, date, date_command(command, date))
+    else:
+        files = screened.files
+        table_reader(table).check_extract(spark, table, files, date, screened.sampled)
     if schema and prepare:
         # Recorded before the column is added: a run killed in between knows it next time.
         record_additions(spark, schema, table, inferred, date)
@@ -189,9 +211,10 @@ def typecast_and_hash(
     if table.is_feed:
         if prior is None:
             state = state_table(schema, table)
-            plan = plan_of(spark, state, asked, table.name)
+            plan = plan_of(spark, state, date_command(command, date), table.name)
             prior = PriorState.at(spark, state, plan.prior_version)
-        return _stage_columns(_event_stage(spark, read, files, prior), table, date)
+        placeholders = screened.placeholders if screened is not None else None
+        return _stage_columns(_event_stage(spark, read, files, prior, placeholders), table, date)
     typed = _typed_with_errors(table_reader(read).read_rows(spark, read, files), read)
     hashed = with_hashes(typed, row_hashes(read))
     if table.duplicates_keep_last_by:
@@ -199,15 +222,39 @@ def typecast_and_hash(
     return _stage_columns(hashed, table, date)
 
 
+def date_command(command: dict[str, Any] | None, business_date: str) -> DateCommand:
+    """What the command asks of the date (the ``date_command`` macro's dict; none: a run)."""
+    return DateCommand.from_dict({**(command or {}), "business_date": business_date})
+
+
+def date_files(
+    spark: SparkSession, table: TableConfig, business_date: str, asked: DateCommand | None = None
+) -> list[str]:
+    """The locations of a table's extract for a date, of a micro-batch's its own.
+
+    ``asked``: a micro-batch names its files (local paths); of the date's, those (all when
+    none of them is left).
+
+    Raises
+    ------
+    InputDataError
+        When there is no extract.
+
+    """
+    files = extract_files(spark, table, business_date)
+    if asked is not None and asked.files is not None:
+        files = transport_of(table).only(files, {local_path(f) for f in asked.files})
+    return files
+
+
 def checked_extract(
-    spark: SparkSession, table: TableConfig, business_date: str, only: set[str] | None = None
+    spark: SparkSession, table: TableConfig, business_date: str, asked: DateCommand | None = None
 ) -> list[str]:
     """The files of a table's extract for a date, once they are known to fit the config.
 
     They must exist and be text (CSV, JSON), and their header (CSV) or columns (parquet)
     must match the columns the date's extract carries; JSON events with fields the config
-    lacks are reported. ``only``: of the date's files, those at these local paths (a
-    micro-batch's; all when none of them is left).
+    lacks are reported. ``asked``: a micro-batch's command (:func:`date_files`).
     ``hashcdc check`` runs the same checks before a run.
 
     Raises
@@ -216,19 +263,21 @@ def checked_extract(
         When there is no extract, or it has other columns than the config.
 
     """
-    files = extract_files(spark, table, business_date)
-    if only is not None:  # a micro-batch's own locations (of files, or of a topic)
-        files = transport_of(table).only(files, only)
+    files = date_files(spark, table, business_date, asked)
     table_reader(table).check_extract(spark, table, files, business_date)
     return files
 
 
 def _event_stage(
-    spark: SparkSession, table: TableConfig, files: list[str], prior: PriorState
+    spark: SparkSession,
+    table: TableConfig,
+    files: list[str],
+    prior: PriorState,
+    placeholders: bool | None = None,
 ) -> DataFrame:
     """The events of a change feed, cast and hashed: one row per event (``pipeline.feed``)."""
     raw = table_reader(table).raw_events(spark, table, files)
-    return typed_events(raw, table, values_map(table), prior)
+    return typed_events(raw, table, values_map(table), prior, placeholders)
 
 
 def _stage_columns(hashed: DataFrame, table: TableConfig, date: str) -> DataFrame:

@@ -25,11 +25,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hashcdc.config import ServiceLevel, TableConfig
 from hashcdc.dates import date_bounds_ms
-from hashcdc.state.audit import duration_text
+from hashcdc.state.audit import duration_text, project_vars
 
 # The windows `hashcdc status` reports, and the one `--check` holds a table to.
 WINDOWS = (("1d", dt.timedelta(days=1)), ("7d", dt.timedelta(days=7)))
@@ -67,6 +68,11 @@ class Attainment:
         return percent is None or percent >= objective.percent
 
 
+def project_default(project_dir: Path) -> Any:
+    """The project's objective for every table without one (its var; None: none)."""
+    return project_vars(project_dir).get(PROJECT_VAR)
+
+
 def objective_of(table: TableConfig, project_default: Any) -> ServiceLevel | None:
     """The table's objective: its own ``slo``, else the project's var, else none."""
     if table.slo is not None:
@@ -93,7 +99,14 @@ def audit_samples(spark: Any, audit: str, since: dt.datetime) -> list[dict[str, 
         f"{earliest} as earliest_event_at from {audit} "
         f"where unix_timestamp(ended_at) >= {int(since.timestamp())}"
     ).collect()
-    return [row.asDict() for row in rows]
+    return [{k: _naive(v) for k, v in row.asDict().items()} for row in rows]
+
+
+def _naive(value: Any) -> Any:
+    """A timestamp in this process's zone without one (Spark may hand either)."""
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone().replace(tzinfo=None)
+    return value
 
 
 def table_samples(table: TableConfig, rows: Iterable[dict[str, Any]]) -> list[Sample]:

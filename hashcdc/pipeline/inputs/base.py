@@ -71,12 +71,17 @@ class Reader:
         return False
 
     def check_extract(
-        self, spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        business_date: str,
+        sampled: list[str] | None = None,
     ) -> None:
         """Refuse files that cannot be read as the config says, before anything is read.
 
         ``table`` is the whole config; :meth:`check_columns` gets the table as read on the
-        date.
+        date (``sampled``: the fields of its :meth:`column_sample`, read already).
 
         Raises
         ------
@@ -86,12 +91,29 @@ class Reader:
         """
         if self.is_text:
             refuse_files_not_text(spark, table, files, business_date, self.encoding(table))
-        self.check_columns(spark, table, files, business_date)
+        self.check_columns(spark, table, files, business_date, sampled)
 
     def check_columns(
-        self, spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        business_date: str,
+        sampled: list[str] | None = None,
     ) -> None:
         """Refuse (or report) columns that differ from the config; nothing by default."""
+        del spark, table, files, business_date, sampled
+
+    def column_sample(
+        self, spark: SparkSession, table: TableConfig, files: list[str]
+    ) -> DataFrame | None:
+        """The fields (``key``) a sample of the rows carries, when the check reads one.
+
+        A table group's stage reads its members' in one query and hands each its own
+        (:meth:`check_columns`' ``sampled``); None: the check reads no sample.
+        """
+        del spark, table, files
+        return None
 
     def read_rows(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
         """The extract with every source column as text, named as in the lake.

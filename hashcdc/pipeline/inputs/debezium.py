@@ -86,7 +86,12 @@ class JsonEventsReader(Reader):
         return read_event_lines(spark, table, files)
 
     def check_columns(
-        self, spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        business_date: str,
+        sampled: list[str] | None = None,
     ) -> None:
         """Hold the date's schema-change events against the config; name unloaded fields.
 
@@ -96,36 +101,46 @@ class JsonEventsReader(Reader):
         anything is written, with the YAML that says it. Events are loaded whatever other
         fields they carry, so those are a notice, not a refusal: it shows the YAML lines
         that would load them, typed from the source's schema change where capture landed
-        one, else inferred from a sample.
+        one, else inferred from a sample. ``sampled``: the fields of :meth:`column_sample`,
+        read already (a table group reads its members' in one query).
         """
         announced = self._check_shape(spark, table, files, business_date)
-        lines = read_event_lines(spark, table, files).limit(SAMPLE_ROWS)
-        line = F.col(LINE_COLUMN)
-        image = F.coalesce(*[F.get_json_object(line, path) for path in self.image_paths])
-        images = lines.select(image.alias("image")).where(F.col("image").startswith("{")).cache()
-        keys = images.select(F.explode(F.json_object_keys("image")).alias("key")).distinct()
+        if sampled is None:
+            sampled = [row["key"] for row in self.column_sample(spark, table, files).collect()]
         known = {name.lower() for c in table.columns for name in c.source_fields}
         known |= {f.field.lower() for f in table.changes.sequence_by} if table.changes else set()
         new = sorted(
-            row["key"]
-            for row in keys.collect()
-            if row["key"].lower() not in known
-            and not row["key"].startswith("__")
-            and row["key"] not in announced
+            key
+            for key in sampled
+            if key.lower() not in known and not key.startswith("__") and key not in announced
         )
-        if new:
-            samples = images.select(
-                *[F.get_json_object("image", f"$['{key}']").alias(key) for key in new]
-            ).collect()
-            columns = {key: inferred_type([row[key] for row in samples]) for key in new}
-            print(
-                f"hashcdc: table '{table.name}', business date {business_date}: the events "
-                f"carry field(s) that {table.config_file} does not have, and they are not "
-                f"loaded: {', '.join(new)}."
-                f"{new_columns_suggestion(columns, table, business_date)}",
-                flush=True,
-            )
-        images.unpersist()
+        if not new:
+            return
+        samples = (
+            self._images(spark, table, files)
+            .select(*[F.get_json_object("image", f"$['{key}']").alias(key) for key in new])
+            .collect()
+        )
+        columns = {key: inferred_type([row[key] for row in samples]) for key in new}
+        print(
+            f"hashcdc: table '{table.name}', business date {business_date}: the events "
+            f"carry field(s) that {table.config_file} does not have, and they are not "
+            f"loaded: {', '.join(new)}."
+            f"{new_columns_suggestion(columns, table, business_date)}",
+            flush=True,
+        )
+
+    def column_sample(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+        """The distinct fields (``key``) of the row images of a sample of the events."""
+        images = self._images(spark, table, files)
+        return images.select(F.explode(F.json_object_keys("image")).alias("key")).distinct()
+
+    def _images(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+        """The row images (``image``, JSON text) of the first events, a sample."""
+        lines = read_event_lines(spark, table, files).limit(SAMPLE_ROWS)
+        line = F.col(LINE_COLUMN)
+        image = F.coalesce(*[F.get_json_object(line, path) for path in self.image_paths])
+        return lines.select(image.alias("image")).where(F.col("image").startswith("{"))
 
     @staticmethod
     def _check_shape(

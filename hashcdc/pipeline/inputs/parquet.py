@@ -28,9 +28,15 @@ class ParquetReader(Reader):
     row_id_is_file_row: ClassVar[bool] = True
 
     def check_columns(
-        self, spark: SparkSession, table: TableConfig, files: list[str], business_date: str
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        business_date: str,
+        sampled: list[str] | None = None,
     ) -> None:
         """Refuse files without a configured column, or with columns the config lacks."""
+        del sampled  # the check reads the files' own columns, not a sample
         read = table.as_read_on(business_date)
         expected = expected_fields(read)
         frame = spark.read.parquet(*files)
