@@ -92,7 +92,9 @@ def validate_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> None:
     date = dbt.business_date
     latest_event = earliest_event = F.lit(None).cast("string")
     if table.is_feed:
-        new_event_time = F.when(F.col(ROW_ERRORS).isNull() & F.col("is_new_event"), "event_time")
+        new_event_time = F.when(
+            F.col(ROW_ERRORS).isNull() & F.col("is_new_event"), F.col("event_time")
+        )
         latest_event = F.date_format(F.max(new_event_time), EVENT_TIME_TEXT)
         earliest_event = F.date_format(F.min(new_event_time), EVENT_TIME_TEXT)
     counts = written.agg(

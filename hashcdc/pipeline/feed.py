@@ -505,11 +505,20 @@ class PriorState:
         if summary is None:
             marked = events.withColumn("is_new_event", F.col("event_op").isNotNull())
             return marked.select(*events.columns, "is_new_event")
-        # The state's side of a `by` column is renamed: the join compares the two.
-        prior_by = [F.col(c).alias(f"_prior_{c}") for c in by]
-        same = [F.col(c) == F.col(f"_prior_{c}") for c in by]
+
+        # The state's side of a `by` column is renamed (each join its own name), and
+        # compared with the events'.
+        def prior_by(side: str) -> list[Column]:
+            return [F.col(c).alias(f"_{side}_{c}") for c in by]
+
+        def same(side: str, condition: Column) -> Column:
+            parts = [F.col(c) == F.col(f"_{side}_{c}") for c in by]
+            return functools.reduce(operator.and_, parts, condition)
+
         applied = self.rows.where(F.col("operation") == "A").select(
-            *prior_by, F.col("nonkeyhash").alias("_applied_id"), F.lit(True).alias("_was_applied")
+            *prior_by("applied"),
+            F.col("nonkeyhash").alias("_applied_id"),
+            F.lit(True).alias("_was_applied"),
         )
         if by:
             joined = events.join(F.broadcast(summary), list(by), "left")
@@ -518,14 +527,12 @@ class PriorState:
         watermark = F.col("_watermark")
         if partitioned:
             partitions = self.rows.where(F.col("operation") == "P").select(
-                *prior_by,
+                *prior_by("partition"),
                 F.col("keyhash").cast("string").cast("int").alias("_partition"),
                 F.col("event_sequence").alias("_partition_watermark"),
             )
             on_partition = F.col("event_partition") == F.col("_partition")
-            joined = joined.join(
-                F.broadcast(partitions), functools.reduce(operator.and_, same, on_partition), "left"
-            )
+            joined = joined.join(F.broadcast(partitions), same("partition", on_partition), "left")
             watermark = (
                 F.when(F.col("event_partition").isNull(), watermark)
                 .when(
@@ -535,7 +542,7 @@ class PriorState:
                 .otherwise(watermark)
             )
         on_event = F.col("event_id") == F.col("_applied_id")
-        joined = joined.join(applied, functools.reduce(operator.and_, same, on_event), "left")
+        joined = joined.join(applied, same("applied", on_event), "left")
         sequence = F.col("event_sequence")
         at_watermark_new = (F.col("_applied_at_watermark") > 0) & F.col("_was_applied").isNull()
         is_new = F.col("event_op").isNotNull() & (
