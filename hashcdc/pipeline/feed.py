@@ -401,16 +401,25 @@ def _holds_unavailable(raw: DataFrame, events: DataFrame, table: TableConfig) ->
     filter: Spark would push a filter below the projections and parse each line once per
     column it tests.
     """
-    assert table.changes is not None and table.changes.unavailable_value is not None
-    *plain_forms, _ = unavailable_forms(table.changes.unavailable_value)
-    lines_hold_events = table_reader(table).line_holds_event
-    if lines_hold_events and shows_verbatim_in_json(plain_forms):
-        line = F.col(LINE_COLUMN)
-        mentions = functools.reduce(operator.or_, [line.contains(form) for form in plain_forms])
-        if raw.where(mentions).isEmpty():
-            return False
+    mentions = placeholder_mentions(table)
+    if mentions is not None and raw.where(mentions).isEmpty():
+        return False
     found = events.agg(F.max(F.col(UNAVAILABLE_COLUMN).isNotNull()).alias("found")).first()
     return bool(found["found"])
+
+
+def placeholder_mentions(table: TableConfig) -> Column | None:
+    """Whether a line's text mentions the feed's unavailable-value placeholder.
+
+    None when the text cannot tell: its lines are not its events, or the placeholder's
+    forms do not show as they are in JSON (the values must then be looked at).
+    """
+    assert table.changes is not None and table.changes.unavailable_value is not None
+    *plain_forms, _ = unavailable_forms(table.changes.unavailable_value)
+    if not table_reader(table).line_holds_event or not shows_verbatim_in_json(plain_forms):
+        return None
+    line = F.col(LINE_COLUMN)
+    return functools.reduce(operator.or_, [line.contains(form) for form in plain_forms])
 
 
 def read_phase(operation: Column) -> Column:

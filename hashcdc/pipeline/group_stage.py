@@ -28,11 +28,9 @@ from hashcdc.groups import outcomes
 from hashcdc.groups.evolution import evolve_group
 from hashcdc.groups.members import Group
 from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
-from hashcdc.pipeline.casting import unavailable_forms
 from hashcdc.pipeline.columns import (
     EVENT_COLUMNS,
     HASH_COLUMNS,
-    LINE_COLUMN,
     REJECT_DETAIL_COLUMNS,
     ROW_ERRORS,
     SOURCE_FILE,
@@ -40,7 +38,7 @@ from hashcdc.pipeline.columns import (
 from hashcdc.pipeline.evolution.joining import check_joined
 from hashcdc.pipeline.evolution.tables import evolve_group_images
 from hashcdc.pipeline.extract import read_event_lines
-from hashcdc.pipeline.feed import PriorState, shows_verbatim_in_json
+from hashcdc.pipeline.feed import PriorState, placeholder_mentions
 from hashcdc.pipeline.inputs import table_reader
 from hashcdc.pipeline.projections import built_once
 from hashcdc.pipeline.rejects import rejected_rows
@@ -225,11 +223,9 @@ def _placeholders_mentioned(
         if placeholder is None or member.is_keyless:
             mentioned[member.name] = False
             continue
-        *forms, _ = unavailable_forms(placeholder)
-        if not table_reader(member).line_holds_event or not shows_verbatim_in_json(forms):
+        mentions = placeholder_mentions(member)
+        if mentions is None:
             continue
-        line = F.col(LINE_COLUMN)
-        mentions = reduce(lambda a, b: a | b, [line.contains(form) for form in forms])
         lines = read_event_lines(spark, member, files).where(mentions).limit(1)
         frames.append(lines.select(F.lit(member.name).alias(MEMBER_COLUMN)))
         mentioned[member.name] = False
