@@ -46,6 +46,7 @@ from hashcdc.pipeline.evolution.schema_changes import (
     describe_change,
     schema_change_event,
 )
+from hashcdc.runtime.retry import Retries
 
 # The name of the empty file that says a date had no change for a table.
 QUIET_NAME = "no-changes"
@@ -94,6 +95,8 @@ class LogCapture:
         self.landing = Landing(group.slot, project_dir, options.state_dir)
         self.control = options.state_dir / f"{group.slot}{CONTROL_SUFFIX}"
         self._control_seen: float | None = None
+        # The lost server's retries (counted: `hashcdc status`, the metrics).
+        self.retries = Retries(options.retry_seconds)
         self.signalled = False
         self.streaming = False
         # --once: the log's end when the command started.
@@ -128,8 +131,7 @@ class LogCapture:
         """Capture until a stop condition; retry a lost server until the deadline."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
-        lost_since: float | None = None
-        attempt = 0
+        retries = self.retries
         while True:
             self.streaming = False
             try:
@@ -140,19 +142,17 @@ class LogCapture:
             except ConnectionLostError as exc:
                 self.back_to_landed()
                 self.note_failure(f"{exc}; streamed again from the landed position")
-                now = time.monotonic()
-                if self.streaming or lost_since is None:
-                    lost_since, attempt = now, 0
-                if now - lost_since > self.options.retry_seconds:
+                if self.streaming:  # it streamed since the last loss: a new run of failures
+                    retries.succeeded()
+                pause = retries.failed(str(exc))
+                if pause is None:
                     self.fail(
-                        f"{exc}; gave up after {now - lost_since:.0f} s of retries "
+                        f"{exc}; gave up after {retries.lasted:.0f} s of retries "
                         f"(--retry-seconds {self.options.retry_seconds:.0f}). Nothing is lost: "
                         "start `hashcdc capture` again once the server is back"
                     )
-                attempt += 1
-                pause = min(2.0 ** (attempt - 1), 30.0)
                 self.print(f"{exc}; retrying in {pause:.0f} s")
-                time.sleep(pause)
+                time.sleep(pause or 0.0)
 
     def back_to_landed(self) -> None:
         """Drop what was read but not landed, and every in-memory trace of it.
@@ -199,6 +199,7 @@ class LogCapture:
         """Keep a failure (with its time, UTC) in the offsets: ``hashcdc status`` shows it."""
         moment = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.offsets.failures = [*self.offsets.failures[-4:], f"{moment} {message}"]
+        self.offsets.failure_count += 1
         self.offsets.save()
 
     # The snapshot -------------------------------------------------------------------

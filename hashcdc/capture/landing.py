@@ -99,6 +99,8 @@ class Offsets:
     commit_time: str | None = None
     tables: dict[str, TableProgress] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    # Every failure noted, retried or not (``failures`` keeps the latest five's text).
+    failure_count: int = 0
     updated: str | None = None
 
     @classmethod

@@ -29,6 +29,12 @@ def _server_position(tables: list[TableConfig]) -> int | str:
         return str(exc).splitlines()[0]
 
 
+def _failures_text(offsets: Offsets) -> str:
+    """How often the capture lost its server, and the latest loss (its time, its cause)."""
+    count = max(offsets.failure_count, len(offsets.failures))
+    return f"{count}, the last: {offsets.failures[-1]}" if offsets.failures else "0"
+
+
 def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.datetime) -> Table | None:
     """One line per captured table with offsets; ``None`` when nothing is captured."""
     captured: dict[str, list[TableConfig]] = {}
@@ -67,7 +73,7 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
                     ago,
                     f"{progress.events:,}" if progress else "0",
                     str(progress.files) if progress else "0",
-                    offsets.failures[-1] if offsets.failures else "",
+                    _failures_text(offsets),
                 )
             )
     if not rows:
@@ -75,7 +81,7 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
     out = Table(title="capture")
     headings = (
         "table", "slot", "state", "snapshot", "landed up to", "behind the server", "last commit",
-        "events", "files", "last failure",
+        "events", "files", "failures",
     )  # fmt: skip
     for heading in headings:
         out.add_column(heading)

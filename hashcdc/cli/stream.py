@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from hashcdc.config import TableConfig
+from hashcdc.config.model import DURATION
 from hashcdc.engine.server import stop_requested, writer_turn
 from hashcdc.errors import HashcdcError
 from hashcdc.runner.preamble import prepare
-from hashcdc.runtime.project import profile_output
+from hashcdc.runtime.project import find_project_dir, profile_output
+from hashcdc.runtime.retry import RETRY_FOR_DEFAULT, RETRY_FOR_VAR
+from hashcdc.state.audit import project_vars
 
 
 def feeds_only(
@@ -34,11 +39,23 @@ def feeds_only(
     return checked
 
 
+def _retry_for(project_dir: Path | None) -> str:
+    """The project's ``hashcdc_retry_for`` (a duration), else the default."""
+    value = project_vars(find_project_dir(project_dir)).get(RETRY_FOR_VAR) or RETRY_FOR_DEFAULT
+    if not re.match(DURATION, str(value)):
+        raise HashcdcError(
+            f"the dbt var {RETRY_FOR_VAR} must be a duration like 30s, 5m, 2h or 1d, got "
+            f"{value!r}: set it in dbt_project.yml"
+        )
+    return str(value)
+
+
 def cmd_stream(args: argparse.Namespace) -> int:
     """Apply the selected change feeds' landed events in micro-batches until stopped."""
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.runner.stream import Stream
 
+    retry_for = _retry_for(args.project_dir)
     work = prepare(args.project_dir, args.select or [], args.target, "stream", feeds_only(args))
     tables = [t for t in work.configs if t.name in work.tables and t.is_feed]
     stop = threading.Event()
@@ -56,6 +73,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
         max_files=args.max_files,
         max_records=args.max_records,
         close_after=args.close_after,
+        retry_for=retry_for,
     )
     if threading.current_thread() is not threading.main_thread():
         return stream.run(args.interval, once=args.once)

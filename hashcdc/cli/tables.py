@@ -19,7 +19,7 @@ from hashcdc.runtime.project import (
     profile_output,
     spark_session,
 )
-from hashcdc.state import audit, service_levels
+from hashcdc.state import audit, failures, service_levels
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -45,7 +45,11 @@ def cmd_status(args: argparse.Namespace) -> int:
         for table in tables
         if (objective := service_levels.objective_of(table, default)) is not None
     }
-    audit.console().print(audit.status_table(tables, runs, dt.date.today(), levels))
+    since = local_now - failures.STATUS_SPAN
+    counted = failures.totals(failures.audit_failures(spark, audit_table, since))
+    stops = failures.stream_stops(project_dir)
+    cells = {t.name: failures.failures_text(counted.get(t.name), stops.get(t.name)) for t in tables}
+    audit.console().print(audit.status_table(tables, runs, dt.date.today(), levels, cells))
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.capture.status import capture_table
     from hashcdc.cli.capture import CAPTURE_STATE_DIR
@@ -58,6 +62,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not args.check:
         return 0
     problems = service_levels.breaches(tables, default, samples, runs, local_now)
+    problems += failures.stopped_lines(stops, [t.name for t in tables if t.enabled])
     for problem in problems:
         print(f"hashcdc status --check: {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -672,6 +672,15 @@ class TableConfig:
         description="Optional: the table's service level, e.g. {within: 5m, percent: 99} "
         "(default: the project's var hashcdc_slo, else none).",
     )
+    retry_for: str | None = setting(
+        None,
+        description="Optional: how long `hashcdc stream` retries the table's transient "
+        "failures (a broker away, a busy metastore, a concurrent commit), with backoff, "
+        "before it pauses the table: a duration like 30s, 5m, 2h (default: the project's var "
+        "hashcdc_retry_for, else 5m).",
+        pattern=DURATION,
+        message="must be a duration like 30s, 5m, 2h or 1d, got {value!r}",
+    )
     sensitive_grants: dict[str, list[str]] | None = setting(
         None,
         description="dbt grants of the sensitive models (e.g. {select: [pii_readers]}), where "

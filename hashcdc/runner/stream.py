@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hashcdc.config import TableConfig
+from hashcdc.config import TableConfig, duration_seconds
 from hashcdc.dates import date_bounds_ms
+from hashcdc.errors import is_transient
 from hashcdc.groups import outcomes
 from hashcdc.groups.members import stages_of
 from hashcdc.pipeline.inputs import table_reader
@@ -45,11 +46,14 @@ from hashcdc.relations import Relations
 from hashcdc.runner.invocation import invoke_and_audit
 from hashcdc.runtime.lock import table_locks
 from hashcdc.runtime.project import table_selector
-from hashcdc.state import audit
+from hashcdc.runtime.retry import RETRY_FOR_DEFAULT, Retries
+from hashcdc.state import audit, failures
 from hashcdc.state.versions import DateVersion, applied_versions, member_applied_versions
 
 # The var that makes a date's run a micro-batch (read by the macro date_command).
 MICRO_BATCH_VAR = "hashcdc_micro_batch"
+# The var that gives a run's audit rows the transient failures retried before it.
+RETRIES_VAR = "hashcdc_retries"
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,15 @@ class Stream:
     # Each table's watch of its transport: what it has read of the landing or the topic.
     watches: dict[str, Watch] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    # How long a table without `retry_for` is retried (the project's var).
+    retry_for: str = RETRY_FOR_DEFAULT
+    # Each unit's transient failures since its last success, and when it is tried again.
+    retries: dict[str, Retries] = field(default_factory=dict)
+    resume_at: dict[str, float] = field(default_factory=dict)
+    # Retries ridden through that no audit row has counted yet (the next batch's does).
+    unrecorded: dict[str, int] = field(default_factory=dict)
+    # The units a failure met in their current attempt.
+    troubled: set[str] = field(default_factory=set)
 
     def run(self, interval: float, once: bool = False) -> int:
         """Apply what lands until stopped (``once``: what has landed, then return)."""
@@ -172,9 +185,10 @@ class Stream:
         units = streamed_units(self.tables)
         while not self.stopping():
             for unit in units:
-                if unit.name not in self.failed and not self.stopping():
-                    self.step(unit)
-            if once or len(self.failed) == len(units):
+                if unit.name not in self.failed and not self.stopping() and self._due(unit):
+                    self.attempt(unit)
+            # --once: what has landed, its transient failures retried until their time is up.
+            if (once and not self.resume_at) or len(self.failed) == len(units):
                 break
             for _ in self._pauses(interval):
                 if self.stopping():
@@ -192,6 +206,80 @@ class Stream:
         while (left := deadline - time.monotonic()) > 0:
             time.sleep(min(0.2, left))
             yield
+
+    def _due(self, unit: Streamed) -> bool:
+        """Whether a unit's pause after a transient failure is over (or it had none)."""
+        return time.monotonic() >= self.resume_at.get(unit.name, 0.0)
+
+    def _retries(self, unit: Streamed) -> Retries:
+        """The unit's retries: for its members' shortest ``retry_for`` (else the project's)."""
+        if unit.name not in self.retries:
+            seconds = min(duration_seconds(m.retry_for or self.retry_for) for m in unit.members)
+            self.retries[unit.name] = Retries(seconds)
+        return self.retries[unit.name]
+
+    def attempt(self, unit: Streamed) -> None:
+        """A step of the unit; a failure retried with backoff, or the unit paused.
+
+        A failure that may pass by itself (:func:`hashcdc.errors.is_transient`: a broker
+        away, a busy metastore, a concurrent commit) is retried until the unit's
+        ``retry_for`` runs out; any other pauses the unit at once.
+        """
+        self.troubled.discard(unit.name)
+        try:
+            self.step(unit)
+        except Exception as exc:  # noqa: BLE001 - named in the stream's line, retried or paused
+            message = str(exc).strip()
+            self._trouble(unit, None, message.splitlines()[0] if message else repr(exc))
+            return
+        away = [w.problem for m in unit.members if (w := self.watches.get(m.name)) and w.problem]
+        if away:
+            self._trouble(unit, None, away[0])
+        elif unit.name not in self.troubled:
+            # Through without a failure: what it rode through goes into its next batch's row.
+            self.resume_at.pop(unit.name, None)
+            failures.clear_stop(self.project_dir, unit.name)
+            retried = self._retries(unit).succeeded()
+            self.unrecorded[unit.name] = self.unrecorded.get(unit.name, 0) + retried
+
+    def _trouble(self, unit: Streamed, date: str | None, reason: str) -> None:
+        """A failure: retried after a pause when it may pass and time is left, else a pause."""
+        self.troubled.add(unit.name)
+        retries = self._retries(unit)
+        pause = retries.failed(reason) if is_transient(reason) else None
+        what = f"group {unit.name} (its tables)" if unit.is_group else unit.name
+        if pause is not None:
+            self.resume_at[unit.name] = time.monotonic() + pause
+            if retries.count == 1:
+                self.print(
+                    f"hashcdc stream: {what}: {reason}; retrying with backoff for up to "
+                    f"{retries.seconds:.0f} s"
+                )
+            return
+        self.resume_at.pop(unit.name, None)
+        self.failed[unit.name] = reason
+        latest = None if date is not None else self._latest_or_none(unit)
+        date = date or (latest.business_date if latest is not None else None)
+        gave_up = (
+            f"; gave up after {retries.count - 1} retries over {retries.lasted:.0f} s "
+            f"(retry_for {retries.seconds:.0f} s)"
+            if retries.count > 1
+            else ""
+        )
+        self.print(
+            f"hashcdc stream: {what} paused at {date or 'its first date'}: {reason}{gave_up} "
+            "(the other tables go on); fix the cause and start the stream again"
+        )
+        stamp = dt.datetime.now().isoformat(timespec="seconds")
+        stop = failures.Stop([m.name for m in unit.members], date, reason, stamp, retries.total)
+        failures.record_stop(self.project_dir, unit.name, stop)
+
+    def _latest_or_none(self, unit: Streamed) -> DateVersion | None:
+        """The unit's latest date, or None when the metastore does not say."""
+        try:
+            return self._latest(unit)
+        except Exception:  # noqa: BLE001 - the metastore away: the stop names no date
+            return None
 
     def step(self, unit: Streamed) -> None:
         """Apply what landed since this stream last looked; close the open date when due.
@@ -256,6 +344,7 @@ class Stream:
         if any(b.status in audit.FAILED_STATUSES for b in applied):
             self._fail(unit, applied)
             return False
+        self._applied(unit)
         return True
 
     def _close_when_over(self, unit: Streamed) -> None:
@@ -285,12 +374,17 @@ class Stream:
 
     def _fail(self, unit: Streamed, batches: list[Batch]) -> None:
         failed = [b for b in batches if b.status in audit.FAILED_STATUSES]
-        self.failed[unit.name] = "; ".join(b.error or b.status for b in failed)
-        what = f"group {unit.name} (its tables)" if unit.is_group else unit.name
-        self.print(
-            f"hashcdc stream: {what} paused at {failed[0].business_date} (the other tables go "
-            "on); fix the cause and start the stream again"
-        )
+        reason = "; ".join(b.error or b.status for b in failed)
+        self._trouble(unit, failed[0].business_date, reason)
+
+    def _applied(self, unit: Streamed) -> None:
+        """A batch of the unit applied: its audit rows counted its retries."""
+        self._retries(unit).succeeded()
+        self.unrecorded[unit.name] = 0
+
+    def _retried(self, unit: Streamed) -> int:
+        """The retries the unit's next audit rows count."""
+        return self.unrecorded.get(unit.name, 0) + self._retries(unit).count
 
     def _latest(self, unit: Streamed) -> DateVersion | None:
         """The latest date the state holds (a group's: of any of its members)."""
@@ -334,7 +428,10 @@ class Stream:
                 for m in unit.members
                 if not self.spark.catalog.tableExists(f"{self.schema}.{m.relations.current}")
             ]
-        variables = ["--vars", json.dumps({MICRO_BATCH_VAR: files or True})]
+        variables = [
+            "--vars",
+            json.dumps({MICRO_BATCH_VAR: files or True, RETRIES_VAR: self._retried(unit)}),
+        ]
         return self._invoke("run", unit, date, ["--select", *nodes, *variables], members)
 
     def _close(self, unit: Streamed, date: str) -> list[Batch]:
@@ -345,7 +442,8 @@ class Stream:
         """
         members = self._open_members(unit, date) if unit.is_group else [unit.name]
         selector = table_selector([m.name for m in unit.members], stages_of(unit.members))
-        batches = self._invoke("build", unit, date, selector, members)
+        variables = ["--vars", json.dumps({RETRIES_VAR: self._retried(unit)})]
+        batches = self._invoke("build", unit, date, [*selector, *variables], members)
         for batch in batches:
             self.print(batch.line(closing=True))
         return batches

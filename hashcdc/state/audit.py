@@ -195,11 +195,13 @@ def status_table(
     runs: dict[str, dict[str, Any]],
     today: dt.date,
     levels: dict[str, str] | None = None,
+    failures: dict[str, str] | None = None,
 ) -> Table:
     """``hashcdc status``: one line per configured table.
 
     ``levels``: each table's service-level cell (:mod:`hashcdc.state.service_levels`);
-    the column is shown when some table has an objective.
+    the column is shown when some table has an objective. ``failures``: each table's
+    failures cell (:mod:`hashcdc.state.failures`), shown when given.
     """
     levels = levels or {}
     out = Table()
@@ -210,11 +212,14 @@ def status_table(
     out.add_column("lag")
     if levels:
         out.add_column("service level")
-    level = [levels.get(t.name, "") for t in tables] if levels else []
-    for number, table in enumerate(tables):
+    if failures is not None:
+        out.add_column("failures (7 days)")
+    for table in tables:
         run = runs.get(table.name)
         enabled = "yes" if table.enabled else "[yellow]paused[/]"
-        extra = level[number : number + 1]
+        extra = [levels.get(table.name, "")] if levels else []
+        if failures is not None:
+            extra.append(failures.get(table.name, "none"))
         if run is None:
             out.add_row(
                 table.name, enabled, table.extract_type, "", "never run", "", "", "", "", *extra

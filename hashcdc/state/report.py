@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from hashcdc.config import TableConfig
-from hashcdc.state import audit, service_levels
+from hashcdc.state import audit, failures, service_levels
 
 OPERATION_COLOURS = {"I": "#2e7d32", "U": "#1565c0", "D": "#c62828", "X": "#ef6c00"}
 CHART_IDS = (
@@ -27,7 +27,9 @@ CHART_IDS = (
     "chart-lag",
     "chart-feed-lag",
     "chart-service-levels",
+    "chart-failures",
 )
+FAILURE_COLOURS = {"retried": "#ef6c00", "stopped": "#c62828", "retries": "#6a1b9a"}
 
 
 def _latest_per_date(rows: Sequence[Any]) -> dict[str, list[Any]]:
@@ -191,6 +193,38 @@ def service_level_chart(
     return figure
 
 
+def failures_chart(rows: Sequence[Any]) -> go.Figure:
+    """Per table and business date: failed runs retried, dates stopped, transient retries.
+
+    From every run in the audit (:mod:`hashcdc.state.failures`); the rows quarantined
+    are the rejects chart's.
+    """
+    records = [dict(row) if isinstance(row, dict) else row.asDict() for row in rows]
+    dates = failures.date_failures(records)
+    figure = go.Figure(
+        layout={
+            "title": "Failures per business date: runs retried, dates stopped, retries",
+            "barmode": "group",
+        }  # fmt: skip
+    )
+    for what, colour in FAILURE_COLOURS.items():
+        counted = [d for d in dates if _failure_count(d, what)]
+        if counted:
+            figure.add_trace(
+                go.Bar(
+                    x=[[d.table for d in counted], [d.business_date for d in counted]],
+                    y=[_failure_count(d, what) for d in counted],
+                    name=what,
+                    marker_color=colour,
+                )
+            )
+    return figure
+
+
+def _failure_count(date: failures.DateFailures, what: str) -> int:
+    return {"retried": date.retried, "stopped": int(date.stopped), "retries": date.retries}[what]
+
+
 def _status_rows(by_table: dict[str, list[Any]], tables: Sequence[TableConfig]) -> str:
     configs = {t.name: t for t in tables}
     cells = []
@@ -227,7 +261,12 @@ def render_report(
             # Business dates are categories: no hours between them, no gaps for days not run.
             figure.update_xaxes(type="category")
         # Over time, not by date: every run of a streamed table is a point.
-        figures = (*figures, feed_lag_chart(rows), service_level_chart(rows, tables, default))
+        figures = (
+            *figures,
+            feed_lag_chart(rows),
+            service_level_chart(rows, tables, default),
+            failures_chart(rows),
+        )
         charts = [
             figure.to_html(full_html=False, include_plotlyjs=index == 0, div_id=chart_id)
             for index, (figure, chart_id) in enumerate(zip(figures, CHART_IDS, strict=True))

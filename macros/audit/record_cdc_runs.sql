@@ -39,9 +39,14 @@
         by invocation) to the partitioned layout: copied beside it, then swapped in. -#}
     {%- do run_query(hashcdc._cdc_runs_ddl(audit)) -%}
     {%- set layout = run_query('describe table ' ~ audit) -%}
-    {#- A column added since (placed before the partition column, as the schema has it). -#}
-    {%- if 'earliest_event_at' not in layout.columns[0].values() -%}
-        {%- do run_query('alter table ' ~ audit ~ ' add columns (earliest_event_at timestamp)') -%}
+    {#- Columns added since (placed before the partition column, as the schema has it). -#}
+    {%- set present = layout.columns[0].values() -%}
+    {%- set missing = [] -%}
+    {%- for name, data_type in hashcdc._cdc_runs_schema() if name not in present -%}
+        {%- do missing.append(name ~ ' ' ~ data_type) -%}
+    {%- endfor -%}
+    {%- if missing -%}
+        {%- do run_query('alter table ' ~ audit ~ ' add columns (' ~ missing | join(', ') ~ ')') -%}
     {%- endif -%}
     {%- if '# Partition Information' in layout.columns[0].values() -%}
         {{ return('') }}
@@ -86,6 +91,7 @@
         ('watermark', 'string'),
         ('latest_event_at', 'timestamp'),
         ('earliest_event_at', 'timestamp'),
+        ('retries', 'int'),
         ('invocation_id', 'string'),
     ]) }}
 {% endmacro %}
@@ -180,6 +186,7 @@
             cast(null as string) as watermark,
             cast(null as timestamp) as latest_event_at,
             cast(null as timestamp) as earliest_event_at,
+            {{ hashcdc._cdc_run_retries() }},
             '{{ invocation_id }}' as invocation_id
     {%- endset -%}
     {{ return(columns | trim) }}
@@ -271,6 +278,7 @@
             {{ 'to_json(snapshot.watermark)' if is_feed else 'cast(null as string)' }} as watermark,
             incoming.latest_event_at,
             incoming.earliest_event_at,
+            {{ hashcdc._cdc_run_retries() }},
             '{{ invocation_id }}' as invocation_id
         from (
             {%- set stage = api.Relation.create(
@@ -342,6 +350,12 @@
         {%- endfor %}
     {%- endset -%}
     {{ return(row) }}
+{% endmacro %}
+
+
+{% macro _cdc_run_retries() %}
+    {#- The transient failures `hashcdc stream` retried before this run (its var). -#}
+    {{ return('cast(' ~ (var('hashcdc_retries', 0) | int) ~ ' as int) as retries') }}
 {% endmacro %}
 
 

@@ -166,6 +166,16 @@ def test_the_report_has_a_panel_per_table_however_many_tables_there_are() -> Non
         )
         for second in (10, 20)
     ]
+    # A failed run of t02's date, then one that went through after two retries.
+    rows += [
+        run(
+            table_name="t02",
+            status="error",
+            ended_at=dt.datetime(2024, 3, 2, 5, 0),
+            model_seconds={},
+        ),
+        run(table_name="t02", ended_at=dt.datetime(2024, 3, 2, 8, 0), retries=2, model_seconds={}),
+    ]
     tables = [table("t00"), table("t01", enabled=False), table("streamed", slo={"within": "5s"})]
     page = render_report(rows, tables, dt.date(2024, 3, 3))
     assert all(f'id="{chart}"' in page for chart in CHART_IDS)
@@ -174,6 +184,9 @@ def test_the_report_has_a_panel_per_table_however_many_tables_there_are() -> Non
     levels = page.split('id="chart-service-levels"')[1]
     assert '"name":"streamed: 99% within 5s"' in levels and '"name":"t00"' not in levels
     assert "<td>t01</td><td>paused</td>" in page and "<td>t39</td><td>removed</td>" in page
+    counted = page.split('id="chart-failures"')[1]
+    assert '"name":"retried"' in counted and '"name":"retries"' in counted
+    assert '"name":"stopped"' not in counted
 
 
 def test_the_dates_kept_var_is_read_under_its_earlier_name_too(

@@ -57,12 +57,17 @@ class Watch:
     """A transport's side of ``hashcdc stream`` for one table: what it has not applied yet.
 
     ``reads`` yields the micro-batches in the order they must apply, given the state's
-    latest date as it is when each is asked for (``latest``); ``away`` says when the
-    source does not answer (the stream then does not close the table's open date, which
-    would read it).
+    latest date as it is when each is asked for (``latest``); ``problem`` says why the
+    source did not answer its last look (the stream retries it, and does not close the
+    table's open date meanwhile, which would read it).
     """
 
-    away: bool = False
+    problem: str | None = None
+
+    @property
+    def away(self) -> bool:
+        """Whether the source did not answer the last look."""
+        return self.problem is not None
 
     def reads(self, latest: Callable[[], DateVersion | None]) -> Iterator[StreamRead]:
         """The batches that have landed since the last one ``done``, in order."""

@@ -266,13 +266,8 @@ class TopicWatch(Watch):
         self.spark, self.table, self.limits = spark, table, limits
         # The offsets this stream read up to (none yet: from its open date's start).
         self.positions: Offsets = {}
-        # What the broker said when it did not answer (said once).
-        self.problem: str | None = None
-
-    @property
-    def away(self) -> bool:
-        """Whether the topic's brokers did not answer the last round."""
-        return self.problem is not None
+        # What the broker said when it did not answer (the stream says it and retries).
+        self.problem = None
 
     def reads(self, latest: Callable[[], DateVersion | None]) -> Iterator[StreamRead]:
         """Round after round, each date's range of new records, until a round finds none."""
@@ -302,11 +297,8 @@ class TopicWatch(Watch):
             # Nothing new in any partition: no Spark job (an idle stream's rounds are cheap).
             fresh = any(start.get(partition, 0) < end for partition, end in ends.items())
             found = self._probe(TopicRead(kafka.topic, ANY_DATE, start)) if fresh else []
-        except Exception as exc:  # noqa: BLE001 - a broker away: tried again next step
-            problem = str(exc).strip().splitlines()[0]
-            if self.problem != problem:
-                self.limits.say(f"hashcdc stream: {problem}; trying again every step")
-            self.problem = problem
+        except Exception as exc:  # noqa: BLE001 - a broker away: the stream retries it
+            self.problem = str(exc).strip().splitlines()[0]
             return None
         self.problem = None
         if not found:
