@@ -42,3 +42,10 @@ def is_transient(message: str) -> bool:
     """Whether a failure's message says it may pass by itself (:data:`TRANSIENT_MARKS`)."""
     lowered = message.lower()
     return any(mark.lower() in lowered for mark in TRANSIENT_MARKS)
+
+
+def telling_line(error: BaseException) -> str:
+    """An error's first telling line: a JVM error's own, not Py4J's "An error occurred…"."""
+    lines = [line.strip().lstrip(": ") for line in str(error).strip().splitlines()]
+    telling = [line for line in lines if line and not line.startswith("An error occurred")]
+    return telling[0] if telling else type(error).__name__

@@ -8,9 +8,11 @@ ago the last landed transaction committed.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 from rich.table import Table
 
 from hashcdc.capture.group import capture_group
@@ -88,3 +90,48 @@ def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.dateti
     for row in rows:
         out.add_row(*row)
     return out
+
+
+class CaptureCollector(Collector):
+    """A capture's metrics from its offsets (``hashcdc.state.metrics`` serves them)."""
+
+    def __init__(self, tables: Callable[[], list[TableConfig]], state_dir: Path) -> None:
+        self.tables = tables
+        self.state_dir = state_dir
+
+    def collect(self) -> Iterator[Metric]:
+        """Per table its events and files landed, its last commit; per slot its losses."""
+        events = CounterMetricFamily(
+            "hashcdc_capture_events", "Change events the capture landed", labels=["table"]
+        )
+        files = CounterMetricFamily(
+            "hashcdc_capture_files", "Files the capture landed", labels=["table"]
+        )
+        committed = GaugeMetricFamily(
+            "hashcdc_capture_last_commit_timestamp_seconds",
+            "When the last landed transaction of the table committed on the source (Unix time)",
+            labels=["table"],
+        )
+        lost = CounterMetricFamily(
+            "hashcdc_capture_failures",
+            "Times the capture lost its server (each retried until --retry-seconds)",
+            labels=["slot"],
+        )
+        slots: dict[str, list[str]] = {}
+        for table in self.tables():
+            database = table.source.database
+            if database is not None and table.is_feed:
+                slots.setdefault(database.capture_slot, []).append(table.name)
+        for slot, names in sorted(slots.items()):
+            offsets = Offsets.load(self.state_dir / f"{slot}.json", slot)
+            if offsets.updated is None:
+                continue
+            lost.add_metric([slot], max(offsets.failure_count, len(offsets.failures)))
+            for name in names:
+                progress = offsets.tables.get(name)
+                events.add_metric([name], progress.events if progress else 0)
+                files.add_metric([name], progress.files if progress else 0)
+                if progress and progress.last_commit_time:
+                    moment = dt.datetime.fromisoformat(progress.last_commit_time)
+                    committed.add_metric([name], moment.timestamp())
+        yield from (events, files, committed, lost)

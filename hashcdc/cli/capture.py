@@ -135,12 +135,18 @@ def cmd_capture(args: argparse.Namespace) -> int:
         retry_seconds=args.retry_seconds,
         business_date=args.date,
     )
-    if group.database.kind == "mariadb":
+    # deferred: the capture's modules (and its database's driver) load only for it
+    from hashcdc.capture.status import CaptureCollector
+    from hashcdc.state.metrics import served
+
+    collector = CaptureCollector(lambda: captured, options.state_dir)
+    with served(args.metrics_port, [collector], "--metrics-port"):
+        if group.database.kind == "mariadb":
+            # deferred: Spark's modules load only for the commands that use them
+            from hashcdc.capture.mariadb import MariaDBCapture
+
+            return MariaDBCapture(group, options, project_dir).run()
         # deferred: Spark's modules load only for the commands that use them
-        from hashcdc.capture.mariadb import MariaDBCapture
+        from hashcdc.capture.postgresql import PostgresCapture
 
-        return MariaDBCapture(group, options, project_dir).run()
-    # deferred: Spark's modules load only for the commands that use them
-    from hashcdc.capture.postgresql import PostgresCapture
-
-    return PostgresCapture(group, options, project_dir).run()
+        return PostgresCapture(group, options, project_dir).run()

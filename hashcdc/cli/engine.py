@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 
 from hashcdc.cli.daily import record_event_log
+from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.engine import client
 from hashcdc.engine.place import Place, engine_enabled, idle_minutes, settings_of
 from hashcdc.errors import HashcdcError
@@ -103,7 +104,11 @@ def _serve(
     args: argparse.Namespace, place: Place, run_command: Callable[[Sequence[str]], int]
 ) -> int:
     # deferred: the engine's server (and pyspark) load only in the engine's process
+    from hashcdc.capture.status import CaptureCollector
+    from hashcdc.cli.capture import CAPTURE_STATE_DIR
     from hashcdc.engine.server import Engine, log
+    from hashcdc.state.audit import project_vars
+    from hashcdc.state.metrics import PORT_VAR, AuditCollector, served
 
     if client.status(place) is not None:
         raise HashcdcError(
@@ -112,8 +117,18 @@ def _serve(
     settings = settings_of(place.project_dir, args.target)
     os.chdir(place.project_dir)
     log(f"starting Spark for {place.project_dir}")
-    spark_session(place.project_dir, args.target)
-    return Engine(place, settings, run_command, idle_minutes()).serve(stop_spark_and_wait)
+    spark = spark_session(place.project_dir, args.target)
+    port = project_vars(place.project_dir).get(PORT_VAR)
+
+    def tables() -> list[TableConfig]:
+        return load_table_configs(place.project_dir / "tables")  # as they are at each scrape
+
+    collectors = [
+        AuditCollector(spark, place.project_dir, tables),
+        CaptureCollector(tables, place.project_dir / CAPTURE_STATE_DIR),
+    ]
+    with served(int(port) if port else None, collectors, f"the dbt var {PORT_VAR}"):
+        return Engine(place, settings, run_command, idle_minutes()).serve(stop_spark_and_wait)
 
 
 def cmd_dbt(args: argparse.Namespace) -> int:

@@ -210,6 +210,12 @@ def stream_arguments(parser: argparse.ArgumentParser) -> None:
         "time zone), also when no later event came; default: when a later date's first "
         "events come, or by `hashcdc run --date`",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=_positive,
+        metavar="PORT",
+        help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while it runs",
+    )
 
 
 def extract_arguments(parser: argparse.ArgumentParser) -> None:
@@ -267,6 +273,12 @@ def capture_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=300,
         help="retry a lost server this long, then stop with a message (300)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=_positive,
+        metavar="PORT",
+        help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics while it runs",
     )
 
 

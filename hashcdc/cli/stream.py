@@ -8,8 +8,9 @@ import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from hashcdc.config import TableConfig
+from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.config.model import DURATION
 from hashcdc.engine.server import stop_requested, writer_turn
 from hashcdc.errors import HashcdcError
@@ -54,6 +55,7 @@ def cmd_stream(args: argparse.Namespace) -> int:
     """Apply the selected change feeds' landed events in micro-batches until stopped."""
     # deferred: Spark's modules load only for the commands that use them
     from hashcdc.runner.stream import Stream
+    from hashcdc.state.metrics import AuditCollector, served
 
     retry_for = _retry_for(args.project_dir)
     work = prepare(args.project_dir, args.select or [], args.target, "stream", feeds_only(args))
@@ -75,14 +77,22 @@ def cmd_stream(args: argparse.Namespace) -> int:
         close_after=args.close_after,
         retry_for=retry_for,
     )
-    if threading.current_thread() is not threading.main_thread():
-        return stream.run(args.interval, once=args.once)
-    # In a process of its own (--no-engine): a signal stops it at a batch's boundary.
+    collector = AuditCollector(
+        work.spark, work.project_dir, lambda: load_table_configs(work.project_dir / "tables")
+    )
+    with served(args.metrics_port, [collector], "--metrics-port"):
+        if threading.current_thread() is not threading.main_thread():
+            return stream.run(args.interval, once=args.once)
+        return _until_signalled(stream, args, stop)
+
+
+def _until_signalled(stream: Any, args: argparse.Namespace, stop: threading.Event) -> int:
+    """The stream in a process of its own (--no-engine): a signal stops it at a batch's end."""
     previous = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
     for signum in previous:
         signal.signal(signum, lambda *_: stop.set())
     try:
-        return stream.run(args.interval, once=args.once)
+        return int(stream.run(args.interval, once=args.once))
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)

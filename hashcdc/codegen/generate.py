@@ -36,6 +36,7 @@ import jinja2
 import yaml
 
 from hashcdc.config import ColumnConfig, TableConfig
+from hashcdc.config.lineage import lineage_text
 from hashcdc.groups.members import Group, groups_of
 from hashcdc.groups.slots import MEMBER_COLUMN
 from hashcdc.pipeline.columns import (
@@ -94,13 +95,11 @@ class _IndentedDumper(yaml.SafeDumper):
 
 
 def _column_description(column: ColumnConfig) -> str:
-    """The column's description in dbt docs, with how its shape changed."""
+    """The column's description in dbt docs, with how its shape changed and its lineage."""
     if column.description:
         text = column.description
     else:
-        role = "Key column" if column.key else "Column"
-        note = " Operational: carried, not compared (ignore: true)." if column.ignore else ""
-        text = f"{role} `{column.name}` of the extract, cast to {column.type}.{note}"
+        text = "Key column." if column.key else "Column."
     history = []
     if column.added:
         history.append(f"added on {column.added}")
@@ -110,7 +109,8 @@ def _column_description(column: ColumnConfig) -> str:
         history.append(f"widened from {column.widened_from} on {column.widened_since}")
     if column.removed:
         history.append(f"removed from the source on {column.removed} (null for later rows)")
-    return text + (f" Shape: {'; '.join(history)}." if history else "")
+    shape = f" Shape: {'; '.join(history)}." if history else ""
+    return f"{text}{shape} {lineage_text(column)}"
 
 
 def _wrapped_list(items: list[str], indent: int = 12, width: int = 88) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from dbt_common.invocation import get_invocation_id
 
+from hashcdc.runner import lineage
 from hashcdc.runtime.project import dbt_args, invoke_dbt
 from hashcdc.state import audit
 
@@ -45,4 +46,5 @@ def invoke_and_audit(
     """Run ``dbt <command> <args>`` for ``business_date``; its result and audit rows."""
     result = invoke_dbt(dbt_args(command, project_dir, args), business_date)
     rows = audit.invocation_rows(spark, audit.audit_table(project_dir), [get_invocation_id()])
+    lineage.emit(project_dir, rows)
     return Invocation(result, list(rows))

@@ -37,7 +37,7 @@ from typing import Any
 
 from hashcdc.config import TableConfig, duration_seconds
 from hashcdc.dates import date_bounds_ms
-from hashcdc.errors import is_transient
+from hashcdc.errors import is_transient, telling_line
 from hashcdc.groups import outcomes
 from hashcdc.groups.members import stages_of
 from hashcdc.pipeline.inputs import table_reader
@@ -229,12 +229,11 @@ class Stream:
         try:
             self.step(unit)
         except Exception as exc:  # noqa: BLE001 - named in the stream's line, retried or paused
-            message = str(exc).strip()
-            self._trouble(unit, None, message.splitlines()[0] if message else repr(exc))
+            self._trouble(unit, None, telling_line(exc), is_transient(str(exc)))
             return
         away = [w.problem for m in unit.members if (w := self.watches.get(m.name)) and w.problem]
         if away:
-            self._trouble(unit, None, away[0])
+            self._trouble(unit, None, away[0], True)
         elif unit.name not in self.troubled:
             # Through without a failure: what it rode through goes into its next batch's row.
             self.resume_at.pop(unit.name, None)
@@ -242,15 +241,16 @@ class Stream:
             retried = self._retries(unit).succeeded()
             self.unrecorded[unit.name] = self.unrecorded.get(unit.name, 0) + retried
 
-    def _trouble(self, unit: Streamed, date: str | None, reason: str) -> None:
+    def _trouble(self, unit: Streamed, date: str | None, reason: str, transient: bool) -> None:
         """A failure: retried after a pause when it may pass and time is left, else a pause."""
         self.troubled.add(unit.name)
         retries = self._retries(unit)
-        pause = retries.failed(reason) if is_transient(reason) else None
+        said = retries.reason
+        pause = retries.failed(reason) if transient else None
         what = f"group {unit.name} (its tables)" if unit.is_group else unit.name
         if pause is not None:
             self.resume_at[unit.name] = time.monotonic() + pause
-            if retries.count == 1:
+            if reason != said:  # said once, and again when the cause changes
                 self.print(
                     f"hashcdc stream: {what}: {reason}; retrying with backoff for up to "
                     f"{retries.seconds:.0f} s"
@@ -375,7 +375,7 @@ class Stream:
     def _fail(self, unit: Streamed, batches: list[Batch]) -> None:
         failed = [b for b in batches if b.status in audit.FAILED_STATUSES]
         reason = "; ".join(b.error or b.status for b in failed)
-        self._trouble(unit, failed[0].business_date, reason)
+        self._trouble(unit, failed[0].business_date, reason, is_transient(reason))
 
     def _applied(self, unit: Streamed) -> None:
         """A batch of the unit applied: its audit rows counted its retries."""

@@ -15,9 +15,12 @@ import os
 import signal
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
 from servers import (
     alive,
     engine_pids,
@@ -29,6 +32,8 @@ from servers import (
     snapshot_sql,
     wait_until,
 )
+
+from hashcdc.runtime.local_servers import free_port
 
 DATES = ["2024-03-01", "2024-03-02", "2024-03-03"]
 
@@ -65,6 +70,12 @@ def test_commands_side_by_side_are_served_by_one_engine(
     env = hashcdc_environment(f"file://{tmp_path}/warehouse", "local")
     out, _ = _run(project.root, env, "engine", "status")
     assert "engine: not running" in out
+    # The engine serves the project's metrics while it runs.
+    port = free_port()
+    settings = project.root / "dbt_project.yml"
+    dbt_project = yaml.safe_load(settings.read_text())
+    dbt_project["vars"]["hashcdc_metrics_port"] = port
+    settings.write_text(yaml.safe_dump(dbt_project, sort_keys=False))
 
     # Two runs at once, of different tables: one client starts the engine, both are served.
     first = hashcdc(project.root, env, "run", "--date", DATES[0], "--select", "eng_a")
@@ -91,6 +102,9 @@ def test_commands_side_by_side_are_served_by_one_engine(
     out, _ = _run(project.root, env, "status")
     assert "eng_a" in out and f"engine: pid {pid}, up " in out, out
     assert _engine_pid(engines_dir) == pid
+    metrics = _scrape(port)
+    runs = 'hashcdc_runs_total{command="build",status="success",table="%s"}'
+    assert f"{runs % 'eng_a'} 3.0" in metrics and f"{runs % 'eng_b'} 1.0" in metrics, metrics
     # A process of its own (plain dbt too) meets the engine's metastore: told what to do.
     status, out, err = finish(hashcdc(project.root, env, "--no-engine", "status"), 120)
     assert status == 2 and "held by the project's hashcdc engine" in err, err
@@ -100,6 +114,13 @@ def test_commands_side_by_side_are_served_by_one_engine(
     assert "engine stopped" in out
     assert not alive(pid)
     assert not list(engines_dir.glob("*.sock"))
+    with pytest.raises(OSError):
+        _scrape(port)
+
+
+def _scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as response:
+        return str(response.read().decode())
 
 
 def _oracle(project: Any, table: str) -> list[list[tuple[str, str]]]:

@@ -10,6 +10,7 @@ and a replay of all four dates with the final config rebuilds the same tables.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -438,13 +439,19 @@ PEOPLE = [
 
 def test_sensitive_columns_live_only_in_the_sensitive_tables(project: Any) -> None:
     name = "people"
-    columns = [*PEOPLE, {"name": "birth_date", "type": "date", "sensitive": True}]
+    # The extract's `city` is the lake's `town`; `note` is carried, not compared.
+    columns = [
+        *PEOPLE,
+        {"name": "birth_date", "type": "date", "sensitive": True},
+        {"name": "note", "type": "string", "ignore": True},
+    ]
+    columns[1] = {"name": "town", "type": "string", "source_name": "city"}
     project.add_table(simple_config(name, columns, changelog=True, max_rejects=2))
-    header = ["id", "city", "ssn", "birth_date"]
-    first = [[key, "Oslo", *secret] for key, secret in SECRETS.items()]
+    header = ["id", "city", "ssn", "birth_date", "note"]
+    first = [[key, "Oslo", *secret, "first"] for key, secret in SECRETS.items()]
     # id 1's ssn changes and id 2 moves; a row with a bad date is rejected.
-    second = [[1, "Oslo", NEW_SECRET, SECRETS[1][1]], [2, "Rome", *SECRETS[2]]]
-    second.append([3, "Pisa", "SSN-333-33-3333", "not a date"])
+    second = [[1, "Oslo", NEW_SECRET, SECRETS[1][1], "n"], [2, "Rome", *SECRETS[2], "n"]]
+    second.append([3, "Pisa", "SSN-333-33-3333", "not a date", "n"])
     malformed = '4,"Pisa","SSN-444-44-4444"\n'  # a field short: the raw line is withheld
     project.write_csv(f"landing/{name}/{DATES[0]}.csv", header, first)
     second_extract = project.write_csv(f"landing/{name}/{DATES[1]}.csv", header, second)
@@ -465,10 +472,10 @@ def test_sensitive_columns_live_only_in_the_sensitive_tables(project: Any) -> No
     assert updated_ids(project, name, DATES[1]) == [2]
     # An authorised reader joins the values back by keyhash.
     joined = project.rows(
-        f"select c.id, c.city, s.ssn from {name}_current c "
+        f"select c.id, c.town, s.ssn from {name}_current c "
         f"join {name}_sensitive_current s on c.keyhash = s.keyhash"
     )
-    assert sorted((r["id"], r["city"], r["ssn"]) for r in joined) == [
+    assert sorted((r["id"], r["town"], r["ssn"]) for r in joined) == [
         (1, "Oslo", NEW_SECRET),
         (2, "Rome", SECRETS[2][0]),
     ]
@@ -489,6 +496,31 @@ def test_sensitive_columns_live_only_in_the_sensitive_tables(project: Any) -> No
             assert not any(secret.encode() in data for secret in secrets), file
         decoded = project.spark.table(f"{name}_{relation}").toJSON().collect()
         assert not any(secret in row for row in decoded for secret in secrets), relation
+
+    # Each run's OpenLineage event: every column of every output with its source fields.
+    events = [json.loads(line) for line in (project.root / "logs/openlineage.jsonl").open()]
+    [event, *_] = [e for e in reversed(events) if e["job"]["name"].endswith(f".{name}")]
+    assert event["eventType"] == "COMPLETE"
+    assert event["inputs"][0]["name"] == f"landing/{name}/{{business_date}}.csv"
+    lineage = {
+        output["name"].split(".")[-1]: {
+            column: sorted(f["field"] for f in fields["inputFields"])
+            for column, fields in output["facets"]["columnLineage"]["fields"].items()
+        }
+        for output in event["outputs"]
+    }
+    suffixes = ["current", "history", "scd2", "changelog", "rejects", "sensitive_current",
+                "sensitive_history"]  # fmt: skip
+    assert sorted(lineage) == sorted(f"{name}_{suffix}" for suffix in suffixes)
+    for relation, columns in lineage.items():
+        assert sorted(columns) == sorted(project.spark.table(relation).columns), relation
+    current, sensitive = lineage[f"{name}_current"], lineage[f"{name}_sensitive_current"]
+    assert (current["town"], current["note"], current["keyhash"]) == (["city"], ["note"], ["id"])
+    assert current["nonkeyhash"] == ["city"] and "ssn" not in current
+    assert sensitive["ssn"] == ["ssn"] and sensitive["nonkeyhash"] == ["birth_date", "ssn"]
+    assert lineage[f"{name}_changelog"]["after_image"] == ["city", "id", "note"]
+    assert lineage[f"{name}_rejects"]["raw_values"] == sorted(header)
+    assert lineage[f"{name}_history"]["business_date"] == []
 
 
 def test_a_change_feeds_sensitive_columns_have_their_own_state(project: Any) -> None:

@@ -274,7 +274,7 @@ def test_stream_as_a_service_survives_a_killed_engine_and_stops_on_sigterm(
     killed_before_commit = "applied: I 2" not in output.text()
     os.kill(engine, signal.SIGKILL)
     status, err = stream.wait(120), stream.stderr.read()
-    assert status != 0 and "the engine ended" in err, err[-2000:]
+    assert status != 0 and "the engine ended" in err, err[-2000:] + output.text()[-3000:]
 
     # Started again (a new engine): the events of the killed batch applied once.
     _deliver(project, "live", DATES[0], "a_again", FIRST)

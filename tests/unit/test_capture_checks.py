@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 from source_configs import captured_config
@@ -145,3 +146,29 @@ def test_a_capture_lands_in_one_time_zone() -> None:
     with pytest.raises(HashcdcError, match="share changes.time_zone; these differ: "
                        r"orders \(Europe/Berlin\), items \(UTC\)"):  # fmt: skip
         capture_group(tables)
+
+
+def test_a_captures_metrics_come_from_its_offsets(tmp_path: Any) -> None:
+    from hashcdc.capture.landing import Offsets, TableProgress
+    from hashcdc.capture.status import CaptureCollector
+    from hashcdc.config import parse_table_config
+
+    table, problems = parse_table_config(captured_config(5432, "orders", TABLE), f"{TABLE}.yml")
+    assert table is not None, problems
+    slot = table.source.database.capture_slot  # type: ignore[union-attr]
+    offsets = Offsets(tmp_path / f"{slot}.json", slot, failure_count=7)
+    offsets.failures = ["2026-12-06T10:00:00+00:00 lost the server"]
+    offsets.tables[TABLE] = TableProgress(
+        "public.orders", events=120, files=3, last_commit_time="2026-12-06T10:00:00+00:00"
+    )
+    offsets.save()
+    metrics = CaptureCollector(lambda: [table], tmp_path).collect()
+    samples = {(s.name, tuple(s.labels.values())): s.value for m in metrics for s in m.samples}
+    assert samples == {
+        ("hashcdc_capture_events_total", (TABLE,)): 120,
+        ("hashcdc_capture_files_total", (TABLE,)): 3,
+        ("hashcdc_capture_last_commit_timestamp_seconds", (TABLE,)): dt.datetime(
+            2026, 12, 6, 10, tzinfo=dt.UTC
+        ).timestamp(),
+        ("hashcdc_capture_failures_total", (slot,)): 7,
+    }

@@ -108,3 +108,30 @@ def test_the_project_default_and_what_check_names() -> None:
         "notes: stopped: its latest run (business date 2026-12-05) ended error: no extract; "
         "`hashcdc status` shows it, fix the cause and run the date again",
     ]
+
+
+def test_the_metrics_give_each_tables_latest_lag_and_its_attainment_per_window() -> None:
+    from prometheus_client.core import Metric
+
+    from hashcdc.state.metrics import level_metrics
+
+    orders = _table("orders", slo={"within": "1m", "percent": 90})
+    plain = _table("plain")
+    minutes = dt.timedelta(minutes=1)
+    rows = [
+        _row("orders", NOW - 50 * minutes, latest_event_at=NOW - 50 * minutes,
+             earliest_event_at=NOW - 52 * minutes),
+        _row("orders", NOW - 10 * minutes, latest_event_at=NOW - 10 * minutes,
+             earliest_event_at=NOW - 10 * minutes - dt.timedelta(seconds=20)),
+    ]  # fmt: skip
+    metrics: list[Metric] = list(level_metrics([orders, plain], rows, None, NOW))
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value for m in metrics for s in m.samples
+    }
+    assert samples == {
+        ("hashcdc_lag_seconds", (("table", "orders"),)): 20.0,
+        ("hashcdc_slo_within_seconds", (("table", "orders"),)): 60.0,
+        ("hashcdc_slo_objective_ratio", (("table", "orders"),)): 0.9,
+        ("hashcdc_slo_attainment_ratio", (("table", "orders"), ("window", "1d"))): 0.5,
+        ("hashcdc_slo_attainment_ratio", (("table", "orders"), ("window", "7d"))): 0.5,
+    }

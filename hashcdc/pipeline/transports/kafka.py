@@ -32,7 +32,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.config import TableConfig
 from hashcdc.dates import date_bounds_ms, date_in_zone
-from hashcdc.errors import InputDataError
+from hashcdc.errors import InputDataError, telling_line
 from hashcdc.pipeline.columns import (
     BLOCK_START,
     EVENT_TIME_RAW,
@@ -298,7 +298,7 @@ class TopicWatch(Watch):
             fresh = any(start.get(partition, 0) < end for partition, end in ends.items())
             found = self._probe(TopicRead(kafka.topic, ANY_DATE, start)) if fresh else []
         except Exception as exc:  # noqa: BLE001 - a broker away: the stream retries it
-            self.problem = str(exc).strip().splitlines()[0]
+            self.problem = telling_line(exc)
             return None
         self.problem = None
         if not found:
