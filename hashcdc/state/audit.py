@@ -82,6 +82,23 @@ def _exists(spark: Any, table: str) -> bool:
     return bool(spark.catalog.tableExists(table))
 
 
+def recent_runs(
+    spark: Any, table: str, columns: Sequence[str], since: dt.datetime
+) -> list[dict[str, Any]]:
+    """Some columns of the audit's rows that ended since ``since`` (one query).
+
+    A column an older audit lacks (added by a later release, on its first run) reads null.
+    """
+    if not _exists(spark, table):
+        return []
+    present = {field.name for field in spark.table(table).schema.fields}
+    chosen = ", ".join(c if c in present else f"null as {c}" for c in columns)
+    rows = spark.sql(
+        f"select {chosen} from {table} where unix_timestamp(ended_at) >= {int(since.timestamp())}"
+    ).collect()
+    return [row.asDict() for row in rows]
+
+
 def invocation_rows(spark: Any, table: str, invocation_ids: Sequence[str]) -> list[Any]:
     """The audit rows of some dbt invocations, by business date and table."""
     if not invocation_ids or not _exists(spark, table):

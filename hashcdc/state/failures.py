@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from hashcdc.state.audit import recent_runs
+
 # Where a stream keeps its stops, one file per table or group it streams.
 STREAM_STATE_DIR = Path(".hashcdc") / "stream"
 # The statuses of a run that did not apply its date.
@@ -66,15 +68,8 @@ class Stop:
 
 def audit_failures(spark: Any, audit: str, since: dt.datetime) -> list[DateFailures]:
     """Each table-date's failures in the runs that ended since ``since`` (one query)."""
-    if not spark.catalog.tableExists(audit):
-        return []
-    columns = {field.name for field in spark.table(audit).schema.fields}
-    retries = "retries" if "retries" in columns else "cast(0 as int) as retries"
-    rows = spark.sql(
-        f"select table_name, business_date, status, ended_at, rejects, {retries} "
-        f"from {audit} where unix_timestamp(ended_at) >= {int(since.timestamp())}"
-    ).collect()
-    return date_failures(row.asDict() for row in rows)
+    columns = ("table_name", "business_date", "status", "ended_at", "rejects", "retries")
+    return date_failures(recent_runs(spark, audit, columns, since))
 
 
 def date_failures(runs: Iterable[dict[str, Any]]) -> list[DateFailures]:

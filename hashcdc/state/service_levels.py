@@ -30,7 +30,7 @@ from typing import Any
 
 from hashcdc.config import ServiceLevel, TableConfig
 from hashcdc.dates import date_bounds_ms
-from hashcdc.state.audit import duration_text, project_vars
+from hashcdc.state.audit import duration_text, project_vars, recent_runs
 
 # The windows `hashcdc status` reports, and the one `--check` holds a table to.
 WINDOWS = (("1d", dt.timedelta(days=1)), ("7d", dt.timedelta(days=7)))
@@ -90,16 +90,10 @@ def audit_samples(spark: Any, audit: str, since: dt.datetime) -> list[dict[str, 
 
     Times are naive, in this process's zone, as Spark hands timestamps to Python.
     """
-    if not spark.catalog.tableExists(audit):
-        return []
-    columns = {field.name for field in spark.table(audit).schema.fields}
-    earliest = "earliest_event_at" if "earliest_event_at" in columns else "null"
-    rows = spark.sql(
-        f"select table_name, business_date, command, status, ended_at, latest_event_at, "
-        f"{earliest} as earliest_event_at from {audit} "
-        f"where unix_timestamp(ended_at) >= {int(since.timestamp())}"
-    ).collect()
-    return [{k: _naive(v) for k, v in row.asDict().items()} for row in rows]
+    columns = ("table_name", "business_date", "command", "status", "ended_at",
+               "latest_event_at", "earliest_event_at")  # fmt: skip
+    rows = recent_runs(spark, audit, columns, since)
+    return [{k: _naive(v) for k, v in row.items()} for row in rows]
 
 
 def _naive(value: Any) -> Any:

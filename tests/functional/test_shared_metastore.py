@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 from servers import (
+    Lines,
     dbt,
     finish,
     generate_tables,
@@ -127,3 +128,47 @@ def test_runs_queries_and_docs_side_by_side(project: Any, postgres: Any, tmp_pat
     # share this metastore's audit table: only these two are counted.)
     ours = {key: count for key, count in audit.items() if key[0] in (RUNNING, OTHER)}
     assert ours == {(RUNNING, "success"): len(DATES), (OTHER, "success"): len(DATES)}, audit
+
+
+def test_a_stream_rides_through_its_metastore_away(
+    project: Any, postgres: Any, tmp_path: Path
+) -> None:
+    """``hashcdc stream`` in a process of its own on the shared metastore: the metastore's
+    server stopped while events land, the stream retries (it says so), and applies them
+    once the server is back; the batch's audit row counts the retries."""
+    from feed_events import create, feed_config, json_lines
+
+    columns = [{"name": "id", "type": "int", "key": True}, {"name": "name", "type": "string"}]
+    project.add_table({**feed_config("ms_feed", columns), "retry_for": "5m"})
+    day = DATES[0]
+
+    def deliver(name: str, events: list[Any]) -> None:
+        project.write_text(f"landing/ms_feed/{day}/{name}.json", json_lines(events))
+
+    deliver("a", [create(1, id=1, name="ann"), create(2, id=2, name="ben")])
+    env = hashcdc_environment(
+        f"file://{tmp_path}/warehouse", "shared", HASHCDC_ENGINE="off", **postgres.environment()
+    )
+    stream = hashcdc(project.root, env, "stream", "--interval", "0.5")
+    output = Lines(stream)
+    try:
+        wait_until(lambda: "applied: I 2" in output.text(), 300, "the first batch")
+        postgres.stop()
+        try:
+            deliver("b", [create(3, id=3, name="cy")])
+            wait_until(lambda: "retrying with backoff" in output.text(), 180, "a retry")
+        finally:
+            postgres.start()
+        wait_until(lambda: "applied: I 1" in output.text(), 300, "the batch after the outage")
+    finally:
+        stream.terminate()
+        status, out, err = finish(stream, 120)
+    assert status == 0, output.text() + err[-3000:]
+    text = output.text()
+    assert "Traceback" not in text + err, text + err
+    runs = hashcdc(
+        project.root, env, "query",
+        "select sum(retries) as n from cdc_runs where table_name = 'ms_feed'",
+    )  # fmt: skip
+    status, out, err = finish(runs, 300)
+    assert status == 0 and int(out.splitlines()[1]) >= 1, out + err

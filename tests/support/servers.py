@@ -75,8 +75,16 @@ class Postgres:
 
         It recovers from its log on the start, as after a power cut of the server alone.
         """
-        self._pg_ctl("-m", "immediate", "-w", "stop")
+        self.stop()
         time.sleep(pause)
+        self.start()
+
+    def stop(self) -> None:
+        """Stop the server abruptly (``-m immediate``), as a crash of the server alone."""
+        self._pg_ctl("-m", "immediate", "-w", "stop")
+
+    def start(self) -> None:
+        """Start the server again (it recovers from its log)."""
         self._pg_ctl("-w", "-o", self.options, "start")
 
     def _pg_ctl(self, *args: str) -> None:

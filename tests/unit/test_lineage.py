@@ -42,3 +42,26 @@ def test_a_feeds_outputs_name_each_columns_fields_and_how() -> None:
         "Lineage: the extract's field `total` (earlier `amount`), cast to decimal(10,2)."
     )
     assert "not compared" in lineage_text(_feed().columns[2])
+
+
+def test_the_events_go_to_a_file_by_default_an_endpoint_by_setting_or_nowhere(
+    tmp_path: Any,
+) -> None:
+    from openlineage.client.transport.file import FileTransport
+    from openlineage.client.transport.http import HttpTransport
+
+    from hashcdc.runner.lineage import run_event, transport_of
+
+    settings = tmp_path / "dbt_project.yml"
+    settings.write_text("name: p\nvars: {}\n")
+    assert isinstance(transport_of(tmp_path), FileTransport)
+    assert (tmp_path / "logs").is_dir()
+    settings.write_text("name: p\nvars:\n  hashcdc_lineage: {url: 'http://127.0.0.1:5000'}\n")
+    transport = transport_of(tmp_path)
+    assert isinstance(transport, HttpTransport) and transport.url == "http://127.0.0.1:5000"
+    settings.write_text("name: p\nvars:\n  hashcdc_lineage: false\n")
+    assert transport_of(tmp_path) is None
+    row = {"invocation_id": "i", "status": "error", "ended_at": None}
+    event = run_event(_feed(), row, "lake")
+    assert (event.eventType.value, event.job.name) == ("FAIL", "lake.orders")
+    assert [o.name for o in event.outputs][:2] == ["lake.orders_current", "lake.orders_history"]
