@@ -21,6 +21,8 @@ TRANSIENT_MARKS = (
     "no Kafka broker answers",
     "org.apache.kafka.common.errors",
     "Connection refused",
+    "Connection to ",  # PostgreSQL's driver: "Connection to host:port refused"
+    "Unable to fetch table",  # Hive: its metastore database did not answer
     "Connection reset",
     "connection timed out",
     "Communications link failure",

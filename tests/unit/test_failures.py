@@ -46,6 +46,8 @@ def test_what_may_pass_by_itself_is_told_from_what_does_not() -> None:
         "org.apache.hadoop.hive.ql.metadata.HiveException: MetaException(message:Could not "
         "connect to meta store using any of the URIs provided)",
         "table 'x' is being processed by another run (pid 12 on h, since 10:00); nothing ...",
+        "org.apache.hadoop.hive.ql.metadata.HiveException: Unable to fetch table x_state. "
+        "Connection to 127.0.0.1:45565 refused. Check that the hostname and port are correct",
     ):
         assert is_transient(message), message
     for message in (
