@@ -37,7 +37,8 @@ def console() -> Console:
     """A console for tables: colour only on a terminal, wide enough for a log file."""
     if sys.stdout.isatty():
         return Console()
-    return Console(width=140, no_color=True, highlight=False)
+    # Wide enough for status's columns (service levels, failures) on one line each.
+    return Console(width=200, no_color=True, highlight=False)
 
 
 def audit_table(project_dir: Path) -> str:
