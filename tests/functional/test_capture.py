@@ -21,11 +21,13 @@ import decimal
 import json
 import math
 import os
+import re
 import signal
 import struct
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +41,7 @@ from servers import LOOPBACK, LoopbackProxy, Workload
 from source_configs import SOURCE_DATABASE, captured_config
 
 from hashcdc.cli import main
+from hashcdc.runtime.local_servers import free_port
 
 TABLE = "captured_orders"
 MARIADB_TABLE = "captured_maria_orders"  # its own: both run dates 1 and 2 in one warehouse
@@ -288,7 +291,8 @@ def _stream_through_a_kill_and_a_server_restart(
         # Committed while the capture is down: streamed after its restart.
         sql(f"update {table} set paid = not paid where id between 40 and 45")
         sql(f"delete from {table} where id between 10001 and 10100")
-        capture = _capture(project, "--date", SECOND)
+        port = free_port()  # as a service: its metrics scraped
+        capture = _capture(project, "--date", SECOND, "--metrics-port", str(port))
         sql(f"insert into {table} values (52, 'after restart', 1, null, null, null)")
         _wait_for(lambda: "after restart" in landed_text(), 60, "the change after", project)
         # The killed process's part files are gone (none left for good, none reopened).
@@ -301,6 +305,11 @@ def _stream_through_a_kill_and_a_server_restart(
         sql(source.widen_amount)
         sql(f"update {table} set amount = 123456789.5 where id = 53")
         _wait_for(lambda: "with channel" in landed_text(), 120, "the server's restart", project)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as answer:
+            metrics = answer.read().decode()
+        # The server's cut and crash counted; the table's events landed so far.
+        assert re.search(r'hashcdc_capture_failures_total\{slot="[^"]+"\} [1-9]', metrics), metrics
+        assert re.search(rf'hashcdc_capture_events_total\{{table="{lake}"\}} [1-9]', metrics)
         capture.send_signal(signal.SIGTERM)
         assert capture.wait(timeout=60) == 0
     finally:
