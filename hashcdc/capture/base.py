@@ -95,8 +95,6 @@ class LogCapture:
         self.landing = Landing(group.slot, project_dir, options.state_dir)
         self.control = options.state_dir / f"{group.slot}{CONTROL_SUFFIX}"
         self._control_seen: float | None = None
-        # The lost server's retries (counted: `hashcdc status`, the metrics).
-        self.retries = Retries(options.retry_seconds)
         self.signalled = False
         self.streaming = False
         # --once: the log's end when the command started.
@@ -131,7 +129,7 @@ class LogCapture:
         """Capture until a stop condition; retry a lost server until the deadline."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._on_signal)
-        retries = self.retries
+        retries = Retries(self.options.retry_seconds)
         while True:
             self.streaming = False
             try:

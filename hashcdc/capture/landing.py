@@ -103,6 +103,11 @@ class Offsets:
     failure_count: int = 0
     updated: str | None = None
 
+    @property
+    def lost(self) -> int:
+        """How often the capture lost its server (older offsets: the failures they kept)."""
+        return max(self.failure_count, len(self.failures))
+
     @classmethod
     def load(cls, path: Path, slot: str) -> Offsets:
         """The offsets saved at ``path``, or empty ones (nothing captured yet)."""

@@ -33,8 +33,7 @@ def _server_position(tables: list[TableConfig]) -> int | str:
 
 def _failures_text(offsets: Offsets) -> str:
     """How often the capture lost its server, and the latest loss (its time, its cause)."""
-    count = max(offsets.failure_count, len(offsets.failures))
-    return f"{count}, the last: {offsets.failures[-1]}" if offsets.failures else "0"
+    return f"{offsets.lost}, the last: {offsets.failures[-1]}" if offsets.failures else "0"
 
 
 def capture_table(tables: Sequence[TableConfig], state_dir: Path, now: dt.datetime) -> Table | None:
@@ -126,7 +125,7 @@ class CaptureCollector(Collector):
             offsets = Offsets.load(self.state_dir / f"{slot}.json", slot)
             if offsets.updated is None:
                 continue
-            lost.add_metric([slot], max(offsets.failure_count, len(offsets.failures)))
+            lost.add_metric([slot], offsets.lost)
             for name in names:
                 progress = offsets.tables.get(name)
                 events.add_metric([name], progress.events if progress else 0)

@@ -23,7 +23,7 @@ import datetime as dt
 import sys
 import uuid
 from collections.abc import Sequence
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +75,12 @@ def _tables(project_dir: Path) -> dict[str, TableConfig]:
     return _configs(project_dir, files)
 
 
-@cache
+@lru_cache(maxsize=8)  # a config edited in a long-lived engine: a new entry
 def _configs(project_dir: Path, files: tuple[tuple[str, int], ...]) -> dict[str, TableConfig]:
     return {t.name: t for t in load_table_configs(project_dir / "tables")}
 
 
-@cache
+@lru_cache(maxsize=8)  # a config edited in a long-lived engine: a new entry
 def _client(project_dir: Path, settings_changed: int) -> OpenLineageClient | None:
     """The client of the project's transport (made again when dbt_project.yml changed)."""
     transport = transport_of(project_dir)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # The longest pause between two attempts, in seconds.
 LONGEST_PAUSE = 30.0
@@ -36,8 +36,8 @@ class Retries:
     count: int = 0
     # The reason of the latest failure.
     reason: str = ""
-    # Every retry since this object was made (a metric's counter).
-    total: int = field(default=0)
+    # Every retry since this object was made (a stream's stop says how many).
+    total: int = 0
 
     def failed(self, reason: str) -> float | None:
         """A failure: the pause before the next attempt, or None when the time is up."""

@@ -83,6 +83,11 @@ def _exists(spark: Any, table: str) -> bool:
     return bool(spark.catalog.tableExists(table))
 
 
+def columns_of(spark: Any, table: str) -> set[str]:
+    """The audit's columns (an older audit lacks those a later release added)."""
+    return {field.name for field in spark.table(table).schema.fields}
+
+
 def recent_runs(
     spark: Any, table: str, columns: Sequence[str], since: dt.datetime
 ) -> list[dict[str, Any]]:
@@ -92,7 +97,7 @@ def recent_runs(
     """
     if not _exists(spark, table):
         return []
-    present = {field.name for field in spark.table(table).schema.fields}
+    present = columns_of(spark, table)
     chosen = ", ".join(c if c in present else f"null as {c}" for c in columns)
     rows = spark.sql(
         f"select {chosen} from {table} where unix_timestamp(ended_at) >= {int(since.timestamp())}"

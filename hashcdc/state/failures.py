@@ -28,12 +28,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from hashcdc.state.audit import recent_runs
+from hashcdc.state.audit import FAILED_STATUSES, recent_runs
 
 # Where a stream keeps its stops, one file per table or group it streams.
 STREAM_STATE_DIR = Path(".hashcdc") / "stream"
-# The statuses of a run that did not apply its date.
-FAILED = ("error", "skipped")
 # The span of runs `hashcdc status` counts.
 STATUS_SPAN = dt.timedelta(days=7)
 
@@ -84,8 +82,8 @@ def date_failures(runs: Iterable[dict[str, Any]]) -> list[DateFailures]:
             DateFailures(
                 table=table,
                 business_date=date,
-                failed=sum(1 for r in own if r["status"] in FAILED),
-                stopped=latest["status"] in FAILED,
+                failed=sum(1 for r in own if r["status"] in FAILED_STATUSES),
+                stopped=latest["status"] in FAILED_STATUSES,
                 retries=sum(r.get("retries") or 0 for r in own),
                 quarantined=latest["rejects"] or 0,
             )

@@ -149,8 +149,7 @@ def audit_metrics(spark: Any, table: str) -> Iterable[Metric]:
         labels=["table"],
     )
     if spark.catalog.tableExists(table):
-        columns = {field.name for field in spark.table(table).schema.fields}
-        retried = "retries" if "retries" in columns else "0"
+        retried = "retries" if "retries" in audit.columns_of(spark, table) else "0"
         sums = ", ".join(f"coalesce(sum({column}), 0) as {column}" for _, column in _SUMS)
         found = spark.sql(
             f"select table_name, command, status, count(*) as runs, {sums}, "
