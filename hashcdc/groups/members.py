@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from hashcdc.config import TableConfig
@@ -23,9 +24,12 @@ class Group:
         """The group's own relations: ``stg_<group>``, ``<group>_state``, its history."""
         return Relations(self.name)
 
-    @property
+    @cached_property
     def slot_map(self) -> SlotMap:
-        """Where each member's columns sit on the group's slots."""
+        """Where each member's columns sit on the group's slots.
+
+        Placed once per group: the generator and the stage ask it once per member.
+        """
         return place((m.name, [(c.name, c.type) for c in m.main_columns]) for m in self.members)
 
     @property

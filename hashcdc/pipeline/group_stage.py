@@ -40,7 +40,7 @@ from hashcdc.pipeline.evolution.tables import evolve_group_images
 from hashcdc.pipeline.extract import read_event_lines
 from hashcdc.pipeline.feed import PriorState, placeholder_mentions
 from hashcdc.pipeline.inputs import table_reader
-from hashcdc.pipeline.projections import built_once
+from hashcdc.pipeline.projections import selected
 from hashcdc.pipeline.rejects import rejected_rows
 from hashcdc.pipeline.stage import Screened, date_command, date_files, typecast_and_hash
 from hashcdc.pipeline.transports import transport_of
@@ -62,11 +62,10 @@ def on_slots(frame: DataFrame, member: str, slot_map: SlotMap, is_feed: bool = F
     """A member's stage rows with its columns on the group's slots (unused slots null)."""
     placed = {p.slot.name: p.column for p in slot_map.of(member)}
     slots = tuple((s.name, s.data_type) for s in slot_map.slots)
-    return frame.select(
-        *built_once(
-            ("on_slots", member, slots, tuple(sorted(placed.items())), is_feed),
-            lambda: _slot_projection(member, placed, slots, is_feed),
-        )
+    return selected(
+        frame,
+        ("on_slots", member, slots, tuple(sorted(placed.items())), is_feed),
+        lambda: _slot_projection(member, placed, slots, is_feed),
     )
 
 

@@ -47,7 +47,7 @@ from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 from hashcdc.column_types import Family, decimal_scale, family
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.pipeline.columns import SENSITIVE_HASH
-from hashcdc.pipeline.projections import built_once
+from hashcdc.pipeline.projections import built_once, selected
 
 HASH_ALGORITHM_VERSION = 2
 # The first unit of each of the two XXH64 chains that make up a 128-bit hash.
@@ -152,12 +152,11 @@ def with_hashes(frame: DataFrame, hashes: dict[str, list[ColumnConfig]]) -> Data
     The canonical values are projected first, in their own step, so that each is computed
     once although every lane (and the null test of its name) uses it.
     """
-    canonical, digests = built_once(
-        ("hashes", tuple((name, tuple(configs)) for name, configs in hashes.items())),
-        lambda: _hash_projections(hashes),
-    )
-    kept = [name for name in frame.columns if name not in hashes]
-    return frame.select("*", *canonical).select(*kept, *digests)
+    key = ("hashes", tuple((name, tuple(configs)) for name, configs in hashes.items()))
+    canonical, digests = built_once(key, lambda: _hash_projections(hashes))
+    kept = tuple(name for name in frame.columns if name not in hashes)
+    with_canonical = selected(frame, (key, "canonical"), lambda: ["*", *canonical])
+    return selected(with_canonical, (key, kept), lambda: [*kept, *digests])
 
 
 def _hash_projections(hashes: dict[str, list[ColumnConfig]]) -> tuple[list[Column], list[Column]]:

@@ -10,10 +10,13 @@ one long process, so each is built the first time a configuration needs it and k
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from pyspark import SparkContext
+from pyspark.sql import Column, DataFrame
+from pyspark.sql.classic.column import _to_java_column, _to_seq
+from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
 T = TypeVar("T")
 
@@ -40,3 +43,20 @@ def built_once(key: Hashable, build: Callable[[], T]) -> T:
             _built.pop(next(iter(_built)))
         _built[scoped] = value
     return value
+
+
+def selected(
+    frame: DataFrame, key: Hashable, build: Callable[[], Sequence[Column | str]]
+) -> DataFrame:
+    """``frame.select(*build())``, its projection built once per ``key`` and kept in the JVM.
+
+    It is kept (:func:`built_once`) as the JVM's own sequence of columns: py4j hands a
+    Python list to the JVM one element a call, so a select of 30 columns is 30 round trips
+    before Spark sees it — per select, per member of a group, per date. The kept sequence
+    is one argument: the select is one call.
+    """
+    columns = built_once(
+        ("selected", key),
+        lambda: _to_seq(frame.sparkSession.sparkContext, list(build()), _to_java_column),
+    )
+    return ClassicFrame(frame._jdf.select(columns), frame.sparkSession)  # noqa: SLF001

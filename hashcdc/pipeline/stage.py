@@ -49,18 +49,17 @@ from hashcdc.pipeline.extract import extract_files
 from hashcdc.pipeline.feed import PriorState, typed_events
 from hashcdc.pipeline.hashing import row_hashes, with_hashes
 from hashcdc.pipeline.inputs import table_reader
-from hashcdc.pipeline.projections import built_once
+from hashcdc.pipeline.projections import built_once, selected
 from hashcdc.pipeline.transports import transport_of
 from hashcdc.pipeline.transports.files import local_path
 from hashcdc.state.plan import DateCommand, plan_of
 
 
 def _typed_with_errors(raw: DataFrame, table: TableConfig) -> DataFrame:
-    typed, checked = built_once(
-        ("typed_with_errors", table.columns, table_reader(table).name),
-        lambda: _typed_with_errors_projections(table),
-    )
-    return raw.select("*", *typed).select(*checked)
+    key = ("typed_with_errors", table.columns, table_reader(table).name)
+    projections = built_once(key, lambda: _typed_with_errors_projections(table))
+    typed = selected(raw, (key, "typed"), lambda: ["*", *projections[0]])
+    return selected(typed, (key, "checked"), lambda: projections[1])
 
 
 def _typed_with_errors_projections(table: TableConfig) -> tuple[list[Column], list[Column]]:
@@ -287,11 +286,13 @@ def _stage_columns(hashed: DataFrame, table: TableConfig, date: str) -> DataFram
     (before a widening) is cast to the configured one.
     """
     present = frozenset(hashed.columns)
-    before, after = built_once(
-        ("stage_columns", table.columns, tuple(row_hashes(table)), table.is_feed, present),
-        lambda: _stage_projections(table, present),
+    key = ("stage_columns", table.columns, tuple(row_hashes(table)), table.is_feed, present)
+    before, after = built_once(key, lambda: _stage_projections(table, present))
+    return selected(
+        hashed,
+        (key, date),
+        lambda: [*before, F.lit(date).cast("date").alias("business_date"), *after],
     )
-    return hashed.select(*before, F.lit(date).cast("date").alias("business_date"), *after)
 
 
 def _stage_projections(

@@ -18,7 +18,7 @@ from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.groups import outcomes
 from hashcdc.groups.members import stages_of
 from hashcdc.runner.invocation import invoke_and_audit
-from hashcdc.runner.views import group_view_names, record_built, standing_views
+from hashcdc.runner.views import excluded, group_view_names, record_built, standing_views
 from hashcdc.runtime.project import table_selector
 from hashcdc.state import audit
 
@@ -102,8 +102,7 @@ def build_dates(
         selector = table_selector(selected, stages)
         if selector and run.also_select:
             selector += run.also_select
-        exclude = ["--exclude", *standing] if standing else []
-        args = [*run.extra, *selector, *exclude, "--log-path", str(log_dir)]
+        args = [*run.extra, *selector, *excluded(standing, every_view), "--log-path", str(log_dir)]
         # A member of a group that failed a date is held back from the later ones, and one
         # not selected from its selected siblings' date, as a table of its own is not run.
         with outcomes.holding([*stops.at, *siblings_not_selected(tables, selected)]):

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -19,6 +21,25 @@ from hashcdc.errors import InputDataError
 
 # A URI scheme (file:, hdfs:, s3a:, ...): RFC 3986's letters, then a colon.
 _URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+# JVM classes (and the codec factory) by JVM and name: py4j resolves each segment of a
+# dotted name with a call of its own, five calls for a `Path` before it is made.
+_KEPT: dict[tuple[int, str], tuple[Any, Any]] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+def _kept(jvm: Any, name: str, make: Callable[[], Any]) -> Any:
+    """What ``make`` returns for ``name`` in this JVM, made once.
+
+    The JVM's view is kept with it, so that its ``id`` is not another JVM's later.
+    """
+    key = (id(jvm), name)
+    with _KEPT_LOCK:
+        found = _KEPT.get(key)
+    if found is None:
+        found = (jvm, make())
+        with _KEPT_LOCK:
+            _KEPT[key] = found
+    return found[1]
 
 
 def resolve_location(location: str, base_dir: str) -> str:
@@ -45,10 +66,14 @@ class HadoopFiles:
         context = spark.sparkContext
         return cls(context._jvm, context._jsc.hadoopConfiguration())  # noqa: SLF001
 
+    def java_class(self, name: str) -> Any:
+        """A JVM class by its full name (looked up once per JVM)."""
+        return _kept(self.jvm, name, lambda: reduce(getattr, name.split("."), self.jvm))
+
     def path(self, location: str, child: str | None = None) -> Any:
         """A Hadoop ``Path`` (``child`` inside ``location`` when given)."""
-        paths = self.jvm.org.apache.hadoop.fs
-        return paths.Path(location) if child is None else paths.Path(location, child)
+        path_class = self.java_class("org.apache.hadoop.fs.Path")
+        return path_class(location) if child is None else path_class(location, child)
 
     def filesystem(self, path: Any) -> Any:
         """The file system that holds ``path``."""
@@ -111,7 +136,7 @@ class HadoopFiles:
     def copy_file(self, source: str, destination: str) -> None:
         """Copy one file, across file systems if need be (Hadoop's ``FileUtil.copy``)."""
         origin, target = self.path(source), self.path(destination)
-        self.jvm.org.apache.hadoop.fs.FileUtil.copy(
+        self.java_class("org.apache.hadoop.fs.FileUtil").copy(
             self.filesystem(origin), origin, self.filesystem(target), target, False, self.conf
         )
 
@@ -119,8 +144,15 @@ class HadoopFiles:
         """An input stream of a file as Spark reads it (decompressed by its extension)."""
         path = self.path(file)
         stream = self.filesystem(path).open(path)
-        codec = self.jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(self.conf)
-        decoder = codec.getCodec(path)
+        # The factory reads the configuration's codecs: one per JVM.
+        codecs = _kept(
+            self.jvm,
+            "codecs",
+            lambda: self.java_class("org.apache.hadoop.io.compress.CompressionCodecFactory")(
+                self.conf
+            ),
+        )
+        decoder = codecs.getCodec(path)
         return decoder.createInputStream(stream) if decoder is not None else stream
 
     def head(self, file: str, size: int) -> bytes:
@@ -153,8 +185,8 @@ class HadoopFiles:
     def first_line(self, file: str, encoding: str = "UTF-8") -> str:
         """The first line of a (possibly compressed) text file, read by the driver."""
         stream = self._open(file)
-        text = self.jvm.java.io.InputStreamReader(stream, encoding)
-        reader = self.jvm.java.io.BufferedReader(text)
+        text = self.java_class("java.io.InputStreamReader")(stream, encoding)
+        reader = self.java_class("java.io.BufferedReader")(text)
         try:
             return reader.readLine() or ""
         except Exception as exc:

@@ -13,6 +13,7 @@ from hashcdc.errors import ConfigError
 from hashcdc.groups.evolution import member_shape_changes, moved_columns, recorded_slots
 from hashcdc.groups.members import groups_of, stages_of
 from hashcdc.groups.slots import place, slot_type
+from hashcdc.runner.views import excluded, group_view_names
 from hashcdc.runtime.project import table_selector
 
 
@@ -180,6 +181,16 @@ def test_a_group_generates_its_models_and_each_members_views(tmp_path: Path) -> 
     )
     assert list(groups_of(configs)) == ["crm"]
     assert table_selector(["orders", "regions"], stages_of(configs)) == ["--select", "stg_crm+"]
+    # The group's views carry one tag, which leaves them all out of a date's build with one
+    # selector while they stand (a name each when some do not).
+    views = group_view_names(configs)
+    assert "crm_current" in views and "orders_scd2" in views
+    for name, text in generate.group_views(configs).items():
+        assert f"tags=['{generate.GROUP_VIEW_TAG}']" in text, name
+    assert "tags=" not in files["models/crm/crm_state.sql"]
+    assert excluded(views, views) == ["--exclude", f"tag:{generate.GROUP_VIEW_TAG}"]
+    assert excluded(views[:2], views) == ["--exclude", *views[:2]]
+    assert excluded([], views) == []
     # No member keeps a changelog: the group has none.
     assert not any("changelog" in path for path in files)
 

@@ -26,6 +26,7 @@ from hashcdc.pipeline.header import (
     unexpected_columns,
 )
 from hashcdc.pipeline.inputs.base import Reader
+from hashcdc.pipeline.projections import selected
 from hashcdc.pipeline.transports.files import position_columns
 from hashcdc.runtime.hadoop import HadoopFiles
 
@@ -159,4 +160,4 @@ class CsvReader(Reader):
             .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
             .csv(files)
         )
-        return frame.select("*", *position_columns())
+        return selected(frame, "positioned", lambda: ["*", *position_columns()])
