@@ -64,8 +64,11 @@ def not_text_problem(head: bytes, encoding: str) -> str | None:
 
 def refuse_files_not_text(
     spark: SparkSession, table: TableConfig, files: list[str], business_date: str, encoding: str
-) -> None:
+) -> dict[str, bytes]:
     """Refuse a text extract (csv, JSON events) any of whose files is not text in ``encoding``.
+
+    Returns the first bytes read of each file (none for a topic), for a check that reads
+    the first line.
 
     Raises
     ------
@@ -74,15 +77,36 @@ def refuse_files_not_text(
 
     """
     if not transport_of(table).sniffs_bytes:  # a topic's values are read as text, each alone
-        return
+        return {}
     hadoop = HadoopFiles.of(spark)
+    heads = {}
     for file in files:
-        problem = not_text_problem(hadoop.head(file, SNIFF_BYTES), encoding)
+        heads[file] = hadoop.head(file, SNIFF_BYTES)
+        problem = not_text_problem(heads[file], encoding)
         if problem:
             raise InputDataError(
                 f"table '{table.name}', business date {business_date}: {file} {problem}; "
                 "nothing was written."
             )
+    return heads
+
+
+def first_line(head: bytes, encoding: str) -> str | None:
+    """A file's first line from its first bytes, when they hold all of it (None: they may not).
+
+    As Java's ``BufferedReader.readLine`` reads it (ended by a line feed, a carriage return
+    or both), for an encoding that writes those as single bytes (UTF-8, Latin-1, …); a line
+    longer than the bytes read, or another encoding, is read from the file.
+    """
+    try:
+        if "\n".encode(encoding) != b"\n" or "\r".encode(encoding) != b"\r":
+            return None
+        ends = [at for at in (head.find(b"\n"), head.find(b"\r")) if at >= 0]
+        if not ends:
+            return head.decode(encoding) if len(head) < SNIFF_BYTES else None
+        return head[: min(ends)].decode(encoding)
+    except (LookupError, UnicodeDecodeError):
+        return None
 
 
 def read_event_lines(spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:

@@ -7,6 +7,7 @@ from json_rows import CONFIG
 
 from hashcdc.config import parse_table_config
 from hashcdc.pipeline import inputs
+from hashcdc.pipeline.extract import SNIFF_BYTES, first_line
 from hashcdc.pipeline.inputs.base import Reader
 
 
@@ -38,3 +39,19 @@ def test_a_registered_format_validates_and_follows_its_reader(
     _, problems = parse_table_config(feed, "tables/json_rows_table.yml")
     # Not an event format: a feed in it names its operation column, as csv's does.
     assert any("needs the name of its operation column" in p for p in problems)
+
+
+def test_a_csv_header_is_read_from_the_bytes_sniffed_when_they_hold_it() -> None:
+    # Each file is opened once: its header line comes from the first bytes the not-text
+    # check read, as Java's readLine ends it; when those bytes may not hold all of it (or
+    # the encoding writes a line end in more than one byte), the line is read from the file.
+    assert first_line(b"id,name\r\n1,a\n", "UTF-8") == "id,name"
+    assert first_line(b"id,name\r1,a", "UTF-8") == "id,name"
+    assert first_line(b"id,name", "UTF-8") == "id,name"  # the whole file
+    assert first_line(b"", "UTF-8") == ""
+    assert first_line(b"x" * SNIFF_BYTES, "UTF-8") is None
+    assert first_line("\ufeffid,nöme\n".encode(), "UTF-8") == "\ufeffid,nöme"
+    assert first_line(b"id,\xe9\n", "ISO-8859-1") == "id,é"
+    assert first_line(b"id,\xff\n", "UTF-8") is None  # Java's reader would replace it
+    assert first_line("id\n".encode("utf-16"), "UTF-16") is None
+    assert first_line(b"id\n", "x-no-such-charset") is None

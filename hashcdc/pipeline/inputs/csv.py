@@ -17,6 +17,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from hashcdc.config import TableConfig, setting
 from hashcdc.pipeline.columns import CORRUPT_RECORD
+from hashcdc.pipeline.extract import first_line, refuse_files_not_text
 from hashcdc.pipeline.header import (
     SAMPLE_ROWS,
     expected_fields,
@@ -113,6 +114,19 @@ class CsvReader(Reader):
         """Quoted line breaks (``source.csv.multiline``) make a row span lines."""
         return bool(table.source.csv.get("multiline"))
 
+    def check_extract(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        business_date: str,
+        sampled: list[str] | None = None,
+    ) -> None:
+        """The base class's checks, each file opened once: its header is in its first bytes."""
+        del sampled  # the check reads every file's header, not a sample
+        heads = refuse_files_not_text(spark, table, files, business_date, self.encoding(table))
+        self._check_headers(spark, table, files, business_date, heads)
+
     def check_columns(
         self,
         spark: SparkSession,
@@ -123,6 +137,17 @@ class CsvReader(Reader):
     ) -> None:
         """Refuse files whose header differs from the columns the date's extract carries."""
         del sampled  # the check reads every file's header, not a sample
+        self._check_headers(spark, table, files, business_date, {})
+
+    def _check_headers(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        business_date: str,
+        heads: dict[str, bytes],
+    ) -> None:
+        """:meth:`check_columns`, with the files' first bytes where they were read already."""
         if not table.source.csv["header"]:
             return
         read = table.as_read_on(business_date)
@@ -131,7 +156,9 @@ class CsvReader(Reader):
         new_columns: dict[str, str] = {}
         files_api = HadoopFiles.of(spark)
         for file in files:
-            line = files_api.first_line(file, self.encoding(table))
+            line = first_line(heads[file], self.encoding(table)) if file in heads else None
+            if line is None:
+                line = files_api.first_line(file, self.encoding(table))
             if not line.strip():
                 continue  # an empty file: no header, no rows
             actual = header_fields(line, table.source.csv)
