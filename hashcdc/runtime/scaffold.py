@@ -81,13 +81,12 @@ def _package_reference(package: Path | str, root: Path) -> dict[str, Any]:
     return {"local": str(local)}
 
 
-def project_file(package: Path, name: str, demo: bool = False) -> dict[str, Any]:
+def project_file(package: Path, name: str) -> dict[str, Any]:
     """A new project's ``dbt_project.yml``, from the package's own.
 
     The paths, vars, the on-run-end audit hook (dbt runs the root project's hooks) and the
     model, seed and test settings are the package's, under the new project's name; the
-    doc blocks stay the package's. The package's seed (the demo's expected counts) is the
-    demo project's only (``demo``): another project's every date would load it again.
+    doc blocks stay the package's.
     """
     own = yaml.safe_load((package / "dbt_project.yml").read_text(encoding="utf-8"))
     settings = {
@@ -103,10 +102,7 @@ def project_file(package: Path, name: str, demo: bool = False) -> dict[str, Any]
             # Models generated in the package's own checkout are that project's.
             PACKAGE_NAME: {"+enabled": False},
         },
-        "seeds": {
-            name: own.get("seeds", {}).get(PACKAGE_NAME, {}),
-            **({} if demo else {PACKAGE_NAME: {"+enabled": False}}),
-        },
+        "seeds": {name: own.get("seeds", {}).get(PACKAGE_NAME, {})},
         "data_tests": {name: own.get("data_tests", {}).get(PACKAGE_NAME, {})},
     }
 

@@ -63,7 +63,5 @@ def test_the_demo_project_file_is_what_hashcdc_new_writes() -> None:
     # Its audit hook, vars and settings follow the package's own dbt_project.yml: a hook
     # missing there leaves every run without its summary.
     made = yaml.safe_load((REPO / "integration_tests" / "dbt_project.yml").read_text())
-    assert made == project_file(REPO, "integration_tests", demo=True)
-    # Another project does not load the demo's seed with each date.
-    assert project_file(REPO, "shop")["seeds"]["hashcdc"] == {"+enabled": False}
+    assert made == project_file(REPO, "integration_tests")
     assert made["on-run-end"] == ["{{ hashcdc.record_cdc_runs(results) }}"]
