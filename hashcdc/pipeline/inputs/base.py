@@ -89,9 +89,10 @@ class Reader:
             A file that is not text, or columns other than the config's.
 
         """
+        heads = {}
         if self.is_text:
-            refuse_files_not_text(spark, table, files, business_date, self.encoding(table))
-        self.check_columns(spark, table, files, business_date, sampled)
+            heads = refuse_files_not_text(spark, table, files, business_date, self.encoding(table))
+        self.check_columns(spark, table, files, business_date, sampled, heads)
 
     def check_columns(
         self,
@@ -100,9 +101,13 @@ class Reader:
         files: list[str],
         business_date: str,
         sampled: list[str] | None = None,
+        heads: dict[str, bytes] | None = None,
     ) -> None:
-        """Refuse (or report) columns that differ from the config; nothing by default."""
-        del spark, table, files, business_date, sampled
+        """Refuse (or report) columns that differ from the config; nothing by default.
+
+        ``heads``: the first bytes of files the not-text check read (a file is opened once).
+        """
+        del spark, table, files, business_date, sampled, heads
 
     def column_sample(
         self, spark: SparkSession, table: TableConfig, files: list[str]

@@ -17,7 +17,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from hashcdc.config import TableConfig, setting
 from hashcdc.pipeline.columns import CORRUPT_RECORD
-from hashcdc.pipeline.extract import first_line, refuse_files_not_text
+from hashcdc.pipeline.extract import first_line
 from hashcdc.pipeline.header import (
     SAMPLE_ROWS,
     expected_fields,
@@ -114,19 +114,6 @@ class CsvReader(Reader):
         """Quoted line breaks (``source.csv.multiline``) make a row span lines."""
         return bool(table.source.csv.get("multiline"))
 
-    def check_extract(
-        self,
-        spark: SparkSession,
-        table: TableConfig,
-        files: list[str],
-        business_date: str,
-        sampled: list[str] | None = None,
-    ) -> None:
-        """The base class's checks, each file opened once: its header is in its first bytes."""
-        del sampled  # the check reads every file's header, not a sample
-        heads = refuse_files_not_text(spark, table, files, business_date, self.encoding(table))
-        self._check_headers(spark, table, files, business_date, heads)
-
     def check_columns(
         self,
         spark: SparkSession,
@@ -134,20 +121,15 @@ class CsvReader(Reader):
         files: list[str],
         business_date: str,
         sampled: list[str] | None = None,
+        heads: dict[str, bytes] | None = None,
     ) -> None:
-        """Refuse files whose header differs from the columns the date's extract carries."""
-        del sampled  # the check reads every file's header, not a sample
-        self._check_headers(spark, table, files, business_date, {})
+        """Refuse files whose header differs from the columns the date's extract carries.
 
-    def _check_headers(
-        self,
-        spark: SparkSession,
-        table: TableConfig,
-        files: list[str],
-        business_date: str,
-        heads: dict[str, bytes],
-    ) -> None:
-        """:meth:`check_columns`, with the files' first bytes where they were read already."""
+        A header is taken from the file's first bytes when they were read already
+        (``heads``) and hold all of it.
+        """
+        del sampled  # the check reads every file's header, not a sample
+        heads = heads or {}
         if not table.source.csv["header"]:
             return
         read = table.as_read_on(business_date)

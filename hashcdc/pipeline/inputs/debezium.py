@@ -92,6 +92,7 @@ class JsonEventsReader(Reader):
         files: list[str],
         business_date: str,
         sampled: list[str] | None = None,
+        heads: dict[str, bytes] | None = None,
     ) -> None:
         """Hold the date's schema-change events against the config; name unloaded fields.
 
@@ -104,6 +105,7 @@ class JsonEventsReader(Reader):
         one, else inferred from a sample. ``sampled``: the fields of :meth:`column_sample`,
         read already (a table group reads its members' in one query).
         """
+        del heads  # the events are sampled, not their first bytes
         announced = self._check_shape(spark, table, files, business_date)
         if sampled is None:
             sampled = [row["key"] for row in self.column_sample(spark, table, files).collect()]

@@ -34,9 +34,10 @@ class ParquetReader(Reader):
         files: list[str],
         business_date: str,
         sampled: list[str] | None = None,
+        heads: dict[str, bytes] | None = None,
     ) -> None:
         """Refuse files without a configured column, or with columns the config lacks."""
-        del sampled  # the check reads the files' own columns, not a sample
+        del sampled, heads  # the check reads the files' own columns, not a sample or text
         read = table.as_read_on(business_date)
         expected = expected_fields(read)
         frame = spark.read.parquet(*files)
