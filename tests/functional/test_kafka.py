@@ -28,6 +28,7 @@ from typing import Any
 from servers import Lines, alive, engine_pids, finish, hashcdc, hashcdc_environment, query_rows
 
 from hashcdc.cli import main
+from hashcdc.groups.evolution import recorded_slots
 from hashcdc.runtime.local_servers import free_port, wait_until
 
 DATES = ["2024-03-01", "2024-03-02", "2024-03-03"]
@@ -582,9 +583,7 @@ def _committed(state: Path, member: str) -> dict[int, str]:
     import polars as pl
     from deltalake import DeltaTable
 
-    properties = DeltaTable(str(state)).metadata().configuration
-    placed = [entry.split(":", 1) for entry in properties["hashcdc.slots"].split(";")]
-    slots = dict(entry.split("=", 1) for name, entry in placed if name == member)
+    slots = recorded_slots(DeltaTable(str(state)).metadata().configuration)[member]
     frame = pl.read_delta(str(state)).filter(
         (pl.col("table_name") == member) & pl.col("operation").is_in(["I", "U", "N", "X"])
     )
