@@ -20,7 +20,7 @@ import base64
 import functools
 import operator
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
 from hashcdc.column_types import Family, decimal_scale, family
@@ -301,20 +301,14 @@ def present_messages(messages: list[Column]) -> Column:
 TYPED_PREFIX = "__typed_"
 
 
-def stage_typed(raw: DataFrame, typed: dict[str, Column]) -> tuple[DataFrame, dict[str, Column]]:
-    """Project typed values once, under temporary names, beside the raw columns.
-
-    Returns the frame and each typed value as a reference to its projected column, so the
-    messages and hashes that use a value share one computation (a decoded decimal is
-    costly to plan and to run), and a raw column's name is never resolved to its typed
-    column of the same select (Spark's lateral column aliases, inside lambdas).
-    """
-    projected, refs = typed_projection(typed)
-    return raw.select("*", *projected), refs
-
-
 def typed_projection(typed: dict[str, Column]) -> tuple[list[Column], dict[str, Column]]:
-    """:func:`stage_typed`'s projection (beside ``*``) and its references, frame-free."""
+    """Typed values projected once, under temporary names, beside the raw columns (``*``).
+
+    Returns the projection and each typed value as a reference to its projected column,
+    so the messages and hashes that use a value share one computation (a decoded decimal
+    is costly to plan and to run), and a raw column's name is never resolved to its typed
+    column of the same select (Spark's lateral column aliases, inside lambdas). Frame-free.
+    """
     projected = [value.alias(TYPED_PREFIX + name) for name, value in typed.items()]
     return projected, {name: F.col(TYPED_PREFIX + name) for name in typed}
 

@@ -53,9 +53,10 @@ from hashcdc.pipeline.casting import (
     column_message,
     is_unavailable,
     present_messages,
-    stage_typed,
+    typed_projection,
     typed_value,
     unavailable_forms,
+    values_map,
 )
 from hashcdc.pipeline.columns import (
     BLOCK_START,
@@ -85,6 +86,7 @@ from hashcdc.pipeline.inputs.events import (
     SEQUENCE_PREFIX,
     TOMBSTONE_COLUMN,
 )
+from hashcdc.pipeline.projections import built_once, selected
 from hashcdc.pipeline.transports import transport_of
 
 UNAVAILABLE_COLUMN = "_unavailable_columns"
@@ -211,13 +213,18 @@ def _event_problems(
     return problems
 
 
-def _typed(raw: DataFrame, column: ColumnConfig, prefix: str = "") -> Column:
-    """A raw event field cast to its column, decoded by the event's schema when it has one."""
-    logical = LOGICAL_PREFIX + column.name
-    if logical not in raw.columns:
+def _typed(logical: frozenset[str], column: ColumnConfig, prefix: str = "") -> Column:
+    """A raw event field cast to its column, decoded by the event's schema when it has one.
+
+    ``logical`` names the raw events' fields of the event schema's logical types.
+    """
+    if LOGICAL_PREFIX + column.name not in logical:
         return typed_value(F.col(prefix + column.name), column)
     return typed_value(
-        F.col(prefix + column.name), column, F.col(logical), F.col(SCALE_PREFIX + column.name)
+        F.col(prefix + column.name),
+        column,
+        F.col(LOGICAL_PREFIX + column.name),
+        F.col(SCALE_PREFIX + column.name),
     )
 
 
@@ -241,11 +248,14 @@ def _event_id(table: TableConfig) -> Column:
 def typed_events(
     raw: DataFrame,
     table: TableConfig,
-    values_map: Column,
     prior: PriorState,
     placeholders: bool | None = None,
 ) -> DataFrame:
     """Cast, check and hash the events of :func:`raw_events` / :func:`raw_table_events`.
+
+    Its projections name columns only: they are built once per process for the table's
+    columns, feed settings, transport and the event schema's fields
+    (:func:`~hashcdc.pipeline.projections.built_once`), not at every date or micro-batch.
 
     Parameters
     ----------
@@ -253,8 +263,6 @@ def typed_events(
         The events with every field as text.
     table : TableConfig
         The feed's table config.
-    values_map : Column
-        The raw values by column name, kept for rejected events.
     prior : PriorState
         The state before the business date: its watermark, the events applied at the
         watermark's position, and the rows that fill unavailable values.
@@ -269,122 +277,163 @@ def typed_events(
 
     """
     assert table.changes is not None
-    placeholder = table.changes.unavailable_value
-    # Events of a partitioned source (a topic) keep their partition: each its own watermark.
     transport = transport_of(table)
-    # Each piece that later steps use several times is projected once, in its own column.
-    operation_value = _normalized_operation(F.col(OPERATION_RAW_COLUMN))
-    flag_names = {}
-    if placeholder is not None:
-        flag_names = {c.name: f"_unavailable_{c.name}" for c in table.main_columns if not c.key}
-    flagged = raw.select(
-        "*",
-        operation_value.alias("_operation"),
-        *[
-            (
-                operation_value.isin(*IMAGE_OPERATIONS)
-                & is_unavailable(F.col(name), str(placeholder))
-            ).alias(flag)
-            for name, flag in flag_names.items()
-        ],
-    )
-    operation = F.col("_operation")
-    unavailable = {name: F.col(flag) for name, flag in flag_names.items()}
-    typed_values = {c.name: _typed(raw, c) for c in table.columns}
-    typed_values = {
-        name: F.when(~unavailable[name], value) if name in unavailable else value
-        for name, value in typed_values.items()
-    }
-    typed_values |= {
-        BEFORE_PREFIX + c.name: _typed(raw, c, BEFORE_PREFIX) for c in table.key_columns
-    }
-    staged, typed_refs = stage_typed(flagged, typed_values)
-    typed = {c.name: typed_refs[c.name] for c in table.columns}
-    typed_before = {c.name: typed_refs[BEFORE_PREFIX + c.name] for c in table.key_columns}
-    malformed = F.col(CORRUPT_RECORD).isNotNull()
-    tombstone = F.col(TOMBSTONE_COLUMN)
-    problems = present_messages(
-        [
-            F.when(
-                malformed,
-                F.lit("malformed event: the line is not JSON (or a malformed csv row)"),
-            ),
-            *[
-                F.when(~malformed, p)
-                for p in _event_problems(table, operation, typed, typed_before, unavailable)
-            ],
-        ]
-    )
-    errors = F.when(~tombstone, problems)
-    sequence = F.struct(*[_sequence_value(f).alias(f.alias) for f in table.changes.sequence_by])
-    before_present = F.lit(False)
-    for column in table.key_columns:
-        before_present = before_present | F.col(BEFORE_PREFIX + column.name).isNotNull()
-    unavailable_names = (
-        present_messages([F.when(flag, F.lit(name)) for name, flag in sorted(unavailable.items())])
-        if unavailable
-        else F.lit(None).cast("array<string>")
-    )
-    cast = staged.select(
-        *[typed[c.name].alias(c.name) for c in table.columns],
-        # A tombstone is no event: it is counted, never applied.
-        F.when(~tombstone, operation).alias("event_op"),
-        sequence.alias("event_sequence"),
-        F.timestamp_millis(F.col(EVENT_TIME_RAW).try_cast("bigint")).alias("event_time"),
-        transport.partition(F.col(SOURCE_FILE)).alias("event_partition"),
-        F.when(
-            (operation == "u") & before_present, typed_row_hash(typed_before, table.key_columns)
-        ).alias("before_keyhash"),
-        unavailable_names.alias(UNAVAILABLE_COLUMN),
-        errors.alias(ROW_ERRORS),
-        F.when(errors.isNotNull(), values_map).alias(RAW_VALUES),
-        F.when(errors.isNotNull(), F.col(LINE_COLUMN)).alias(RAW_LINE),
-        SOURCE_FILE,
-        BLOCK_START,
-        ROW_ID,
-    )
+    logical = frozenset(name for name in raw.columns if name.startswith(LOGICAL_PREFIX))
+    key = ("typed_events", table.columns, table.changes, type(transport).__name__, logical)
+    built = built_once(key, lambda: _EventProjections.of(table, logical))
+    flagged = selected(raw, (key, "flagged"), lambda: ["*", *built.flags])
+    staged = selected(flagged, (key, "staged"), lambda: ["*", *built.typed])
+    cast = selected(staged, (key, "cast"), lambda: built.cast)
     keyed = with_hashes(cast, {"keyhash": list(table.key_columns)})
-    identified = keyed.withColumn("event_id", _event_id(table))
+    identified = selected(keyed, (key, "identified"), lambda: ["*", built.event_id])
     if prior.deferred:
-        marked = identified.withColumn("is_new_event", F.lit(None).cast("boolean"))
+        marked = selected(identified, (key, "deferred"), lambda: ["*", built.not_marked])
     else:
         marked = prior.mark_new_events(identified, transport.partitioned)
-    if placeholders is None and unavailable and not table.is_keyless:
+    if placeholders is None and built.unavailable and not table.is_keyless:
         placeholders = _holds_unavailable(raw, keyed, table)
-    if unavailable and not table.is_keyless and placeholders:
+    if built.unavailable and not table.is_keyless and placeholders:
         marked = prior.fill_unavailable(marked, table)
-    # The hashes of an event's row image (all but keyhash, computed above).
-    image_hashes = {name: cols for name, cols in row_hashes(table).items() if name != "keyhash"}
-    hashed = with_hashes(marked, image_hashes)
-    is_truncate = F.col("event_op") == "t"
-    same_key = F.col("before_keyhash") == F.col("keyhash")
-    return hashed.select(
-        *[c.name for c in table.columns],
-        F.when(~is_truncate & F.col("event_op").isNotNull(), F.col("keyhash")).alias("keyhash"),
-        *[
-            F.when(F.col("event_op").isin(*IMAGE_OPERATIONS), F.col(name)).alias(name)
-            for name in image_hashes
-        ],
-        # A primary-key update that keeps its key is a plain update; without a key, the
-        # before image is the row that goes away, whatever the after image is.
-        (
-            F.col("before_keyhash")
-            if table.is_keyless
-            else F.when(~same_key, F.col("before_keyhash"))
-        ).alias("before_keyhash"),
-        "event_op",
-        "event_sequence",
-        "event_id",
-        "is_new_event",
-        "event_time",
-        "event_partition",
-        ROW_ERRORS,
-        RAW_VALUES,
-        RAW_LINE,
-        SOURCE_FILE,
-        BLOCK_START,
-        ROW_ID,
-    )
+    hashed = with_hashes(marked, _image_hashes(table))
+    return selected(hashed, (key, "stage"), lambda: built.stage)
+
+
+def _image_hashes(table: TableConfig) -> dict[str, list[ColumnConfig]]:
+    """The hashes of an event's row image: all but ``keyhash``, which comes first."""
+    return {name: cols for name, cols in row_hashes(table).items() if name != "keyhash"}
+
+
+@dataclass(frozen=True)
+class _EventProjections:
+    """:func:`typed_events`' projections, each a list of columns (or one), frame-free."""
+
+    flags: list[Column]
+    typed: list[Column]
+    cast: list[Column | str]
+    event_id: Column
+    not_marked: Column
+    stage: list[Column | str]
+    # Whether any column can hold the unavailable-value placeholder.
+    unavailable: bool
+
+    @classmethod
+    def of(cls, table: TableConfig, logical: frozenset[str]) -> _EventProjections:
+        """Build them for a feed's table config and the event schema's logical fields."""
+        assert table.changes is not None
+        placeholder = table.changes.unavailable_value
+        transport = transport_of(table)
+        # Each piece that later steps use several times is projected once, in its own column.
+        operation_value = _normalized_operation(F.col(OPERATION_RAW_COLUMN))
+        flag_names = {}
+        if placeholder is not None:
+            flag_names = {c.name: f"_unavailable_{c.name}" for c in table.main_columns if not c.key}
+        flags = [
+            operation_value.alias("_operation"),
+            *[
+                (
+                    operation_value.isin(*IMAGE_OPERATIONS)
+                    & is_unavailable(F.col(name), str(placeholder))
+                ).alias(flag)
+                for name, flag in flag_names.items()
+            ],
+        ]
+        operation = F.col("_operation")
+        unavailable = {name: F.col(flag) for name, flag in flag_names.items()}
+        typed_values = {c.name: _typed(logical, c) for c in table.columns}
+        typed_values = {
+            name: F.when(~unavailable[name], value) if name in unavailable else value
+            for name, value in typed_values.items()
+        }
+        typed_values |= {
+            BEFORE_PREFIX + c.name: _typed(logical, c, BEFORE_PREFIX) for c in table.key_columns
+        }
+        projected, typed_refs = typed_projection(typed_values)
+        typed = {c.name: typed_refs[c.name] for c in table.columns}
+        typed_before = {c.name: typed_refs[BEFORE_PREFIX + c.name] for c in table.key_columns}
+        malformed = F.col(CORRUPT_RECORD).isNotNull()
+        tombstone = F.col(TOMBSTONE_COLUMN)
+        problems = present_messages(
+            [
+                F.when(
+                    malformed,
+                    F.lit("malformed event: the line is not JSON (or a malformed csv row)"),
+                ),
+                *[
+                    F.when(~malformed, p)
+                    for p in _event_problems(table, operation, typed, typed_before, unavailable)
+                ],
+            ]
+        )
+        errors = F.when(~tombstone, problems)
+        sequence = F.struct(*[_sequence_value(f).alias(f.alias) for f in table.changes.sequence_by])
+        before_present = F.lit(False)
+        for column in table.key_columns:
+            before_present = before_present | F.col(BEFORE_PREFIX + column.name).isNotNull()
+        unavailable_names = (
+            present_messages(
+                [F.when(flag, F.lit(name)) for name, flag in sorted(unavailable.items())]
+            )
+            if unavailable
+            else F.lit(None).cast("array<string>")
+        )
+        cast: list[Column | str] = [
+            *[typed[c.name].alias(c.name) for c in table.columns],
+            # A tombstone is no event: it is counted, never applied.
+            F.when(~tombstone, operation).alias("event_op"),
+            sequence.alias("event_sequence"),
+            F.timestamp_millis(F.col(EVENT_TIME_RAW).try_cast("bigint")).alias("event_time"),
+            transport.partition(F.col(SOURCE_FILE)).alias("event_partition"),
+            F.when(
+                (operation == "u") & before_present,
+                typed_row_hash(typed_before, table.key_columns),
+            ).alias("before_keyhash"),
+            unavailable_names.alias(UNAVAILABLE_COLUMN),
+            errors.alias(ROW_ERRORS),
+            F.when(errors.isNotNull(), values_map(table)).alias(RAW_VALUES),
+            F.when(errors.isNotNull(), F.col(LINE_COLUMN)).alias(RAW_LINE),
+            SOURCE_FILE,
+            BLOCK_START,
+            ROW_ID,
+        ]
+        image_hashes = _image_hashes(table)
+        is_truncate = F.col("event_op") == "t"
+        same_key = F.col("before_keyhash") == F.col("keyhash")
+        stage: list[Column | str] = [
+            *[c.name for c in table.columns],
+            F.when(~is_truncate & F.col("event_op").isNotNull(), F.col("keyhash")).alias("keyhash"),
+            *[
+                F.when(F.col("event_op").isin(*IMAGE_OPERATIONS), F.col(name)).alias(name)
+                for name in image_hashes
+            ],
+            # A primary-key update that keeps its key is a plain update; without a key, the
+            # before image is the row that goes away, whatever the after image is.
+            (
+                F.col("before_keyhash")
+                if table.is_keyless
+                else F.when(~same_key, F.col("before_keyhash"))
+            ).alias("before_keyhash"),
+            "event_op",
+            "event_sequence",
+            "event_id",
+            "is_new_event",
+            "event_time",
+            "event_partition",
+            ROW_ERRORS,
+            RAW_VALUES,
+            RAW_LINE,
+            SOURCE_FILE,
+            BLOCK_START,
+            ROW_ID,
+        ]
+        return cls(
+            flags=flags,
+            typed=projected,
+            cast=cast,
+            event_id=_event_id(table).alias("event_id"),
+            not_marked=F.lit(None).cast("boolean").alias("is_new_event"),
+            stage=stage,
+            unavailable=bool(unavailable),
+        )
 
 
 def shows_verbatim_in_json(texts: list[str]) -> bool:

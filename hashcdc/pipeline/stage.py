@@ -276,7 +276,7 @@ def _event_stage(
 ) -> DataFrame:
     """The events of a change feed, cast and hashed: one row per event (``pipeline.feed``)."""
     raw = table_reader(table).raw_events(spark, table, files)
-    return typed_events(raw, table, values_map(table), prior, placeholders)
+    return typed_events(raw, table, prior, placeholders)
 
 
 def _stage_columns(hashed: DataFrame, table: TableConfig, date: str) -> DataFrame:

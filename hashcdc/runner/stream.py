@@ -45,15 +45,10 @@ from hashcdc.pipeline.transports import StreamLimits, StreamRead, Watch, transpo
 from hashcdc.relations import Relations
 from hashcdc.runner.invocation import invoke_and_audit
 from hashcdc.runtime.lock import table_locks
-from hashcdc.runtime.project import table_selector
+from hashcdc.runtime.project import MICRO_BATCH_VAR, RETRIES_VAR, table_selector
 from hashcdc.runtime.retry import RETRY_FOR_DEFAULT, Retries
 from hashcdc.state import audit, failures
 from hashcdc.state.versions import DateVersion, applied_versions, member_applied_versions
-
-# The var that makes a date's run a micro-batch (read by the macro date_command).
-MICRO_BATCH_VAR = "hashcdc_micro_batch"
-# The var that gives a run's audit rows the transient failures retried before it.
-RETRIES_VAR = "hashcdc_retries"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ def test_the_date_is_a_var_of_the_command_and_not_of_its_parse(tmp_path: Path) -
     assert parse[parse.index("--project-dir") + 1] == str(tmp_path)
     assert parse[parse.index("--target") + 1] == "shared"
     assert "--select" not in parse
-    assert json.loads(parse[parse.index("--vars") + 1]) == {"hashcdc_replay": True}
+    # The vars read only while the nodes run do not either: a change would parse anew.
+    assert "--vars" not in parse
 
     assert command[0] == "build"
     assert command.count("--vars") == 1
@@ -36,6 +37,20 @@ def test_the_date_is_a_var_of_the_command_and_not_of_its_parse(tmp_path: Path) -
         "business_date": "2024-03-05",
     }
     assert command[command.index("--select") + 1] == "stg_a+"
+
+
+def test_a_micro_batchs_vars_are_the_commands_and_the_others_shape_the_parse(
+    tmp_path: Path,
+) -> None:
+    batch = {"hashcdc_micro_batch": ["landing/a/f1.json"], "hashcdc_retries": 2}
+    args = dbt_args("run", tmp_path, ["--vars", json.dumps({**batch, "hashcdc_buckets": 4})])
+    parse, command = _date_invocations(args, "2024-03-05")
+    assert json.loads(parse[parse.index("--vars") + 1]) == {"hashcdc_buckets": 4}
+    assert json.loads(command[command.index("--vars") + 1]) == {
+        **batch,
+        "hashcdc_buckets": 4,
+        "business_date": "2024-03-05",
+    }
 
 
 def test_a_command_without_other_vars_parses_without_any(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ image, key before image and commit time are.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -43,6 +44,7 @@ from hashcdc.pipeline.inputs.events import (
     SEQUENCE_PREFIX,
     TOMBSTONE_COLUMN,
 )
+from hashcdc.pipeline.projections import built_once, selected
 from hashcdc.pipeline.transports import transport_of
 from hashcdc.runtime.hadoop import HadoopFiles
 
@@ -183,23 +185,31 @@ class JsonEventsReader(Reader):
         null payload, as Kafka's JSON converter writes them) are kept, flagged, to be
         counted; a line that is not JSON keeps its text in ``_corrupt_record``. Fields are
         looked up by each column's ``source_field``; when the event carries its schema, the
-        logical type and scale of each date, time and decimal field are taken from it.
+        logical type and scale of each date, time and decimal field are taken from it. The
+        projections are built once per process for the table's columns and feed settings
+        (:func:`~hashcdc.pipeline.projections.built_once`), not at every micro-batch.
         """
-        assert table.changes is not None
-        line = F.col(LINE_COLUMN)
+        key = ("raw_events", self.name, table.columns, table.changes)
+        built = built_once(key, lambda: self._event_projections(table))
         # Each line is parsed once, in a projection of its own: every field below reads the
         # projected VARIANT (Spark keeps a projection that is used many times; inlined, the
         # parse would run once per field, and inside conditional branches it is not shared).
-        lines = (
-            read_event_lines(spark, table, files)
-            .where(F.trim(line) != "")
-            .select("*", F.try_parse_json(line).alias(PARSED_COLUMN))
-        )
+        lines = read_event_lines(spark, table, files).where(built.not_blank)
+        lines = selected(lines, (key, "parsed"), lambda: ["*", built.parsed])
+        lines = selected(lines, (key, "envelope"), lambda: ["*", *built.envelope])
+        lines = selected(lines, (key, "logical"), lambda: ["*", built.logical_types])
+        if files:
+            lines = lines.where(transport_of(table).within_date(table, files, built.event_time))
+        return selected(lines, (key, "raw"), lambda: built.raw)
+
+    def _event_projections(self, table: TableConfig) -> _EventProjections:
+        """:meth:`raw_events`' projections for a table config, frame-free."""
+        assert table.changes is not None
+        line = F.col(LINE_COLUMN)
         parsed = F.col(PARSED_COLUMN)
         wrapped_payload = F.try_variant_get(parsed, "$.payload", "variant")
         # The schema wrapper puts the envelope under "payload"; without it, it is the line.
-        lines = lines.select(
-            "*",
+        envelope_columns = [
             F.coalesce(wrapped_payload, parsed).alias(ENVELOPE_COLUMN),
             (
                 F.coalesce(F.is_variant_null(parsed), F.lit(False))
@@ -208,7 +218,7 @@ class JsonEventsReader(Reader):
             F.try_variant_get(parsed, "$.schema.fields", _SCHEMA_FIELDS_TYPE).alias(
                 SCHEMA_FIELDS_COLUMN
             ),
-        )
+        ]
         envelope = F.col(ENVELOPE_COLUMN)
 
         def text(*path: str) -> Column:
@@ -222,21 +232,18 @@ class JsonEventsReader(Reader):
         operation, image, before, value_fields, event_time = self.event_parts(table, text, any_text)
         # Each value field's logical type and scale, by field name: built once per event (a
         # higher-order function, evaluated outside generated code), then looked up per column.
-        lines = lines.select(
-            "*",
-            F.map_from_entries(
-                F.transform(
-                    value_fields,
-                    lambda field: F.struct(
-                        field["field"],
-                        F.struct(
-                            field["name"].alias("name"),
-                            field["parameters"]["scale"].alias("scale"),
-                        ),
+        logical_types = F.map_from_entries(
+            F.transform(
+                value_fields,
+                lambda field: F.struct(
+                    field["field"],
+                    F.struct(
+                        field["name"].alias("name"),
+                        field["parameters"]["scale"].alias("scale"),
                     ),
-                )
-            ).alias(LOGICAL_TYPES_COLUMN),
-        )
+                ),
+            )
+        ).alias(LOGICAL_TYPES_COLUMN)
         logical = {}
         for column in table.columns:
             # Text columns too: a decimal landing in one holds the number's text.
@@ -249,9 +256,7 @@ class JsonEventsReader(Reader):
             f.alias: F.try_variant_get(envelope, _sequence_path(f), "string")
             for f in table.changes.sequence_by
         }
-        if files:
-            lines = lines.where(transport_of(table).within_date(table, files, event_time))
-        return lines.select(
+        raw: list[Column | str] = [
             *[value.alias(name) for name, value in image.items()],
             *[value.alias(BEFORE_PREFIX + name) for name, value in before.items()],
             *[value.alias(name) for name, value in logical.items()],
@@ -260,11 +265,32 @@ class JsonEventsReader(Reader):
             event_time.alias(EVENT_TIME_RAW),
             F.when(parsed.isNull(), line).alias(CORRUPT_RECORD),
             TOMBSTONE_COLUMN,
-            line,
+            LINE_COLUMN,
             SOURCE_FILE,
             BLOCK_START,
             ROW_ID,
+        ]
+        return _EventProjections(
+            not_blank=F.trim(line) != "",
+            parsed=F.try_parse_json(line).alias(PARSED_COLUMN),
+            envelope=envelope_columns,
+            logical_types=logical_types,
+            event_time=event_time,
+            raw=raw,
         )
+
+
+@dataclass(frozen=True)
+class _EventProjections:
+    """:meth:`JsonEventsReader.raw_events`' projections, in the order they are applied."""
+
+    not_blank: Column
+    parsed: Column
+    envelope: list[Column]
+    logical_types: Column
+    # An event's commit time as text, which the transport's date filter reads.
+    event_time: Column
+    raw: list[Column | str]
 
 
 class DebeziumReader(JsonEventsReader):
