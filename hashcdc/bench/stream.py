@@ -22,11 +22,12 @@ Reported: p50, p99 and the worst lag, batches, and the resident memory of the st
 process (the engine and its JVM) sampled every 5 s: its first and last sample after the
 snapshot. One run, no repetition (docs/benchmarks.md).
 
-``--tables N`` (files): N feeds in one table group (``bench``), ``--rows`` spread over
-them and each second's updates too (one file a table a second); the peer reads every
-table's folder in one stream and MERGEs each table its batch touched into that table's
-Delta table. A second's lag is then per table: its file's commit to the end of the first
-batch that applied that table's events as late.
+``--tables N``: N feeds in one table group (``bench``), ``--rows`` spread over them and
+each second's updates too (one file, or one topic's records, a table a second); the peer
+reads every table's folder, or every table's topic (``subscribePattern``), in one stream
+and MERGEs each table its batch touched into that table's Delta table. A second's lag is
+then per table: its file's commit to the end of the first batch that applied that table's
+events as late.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -54,9 +55,9 @@ from hashcdc.runtime.scaffold import scratch_project
 
 TABLE = "bench_stream"
 GROUP = "bench"
-# The peer's topic (the same events as the table's, delivered while the peer runs), and
-# the variable that gives the peer its broker.
-PEER_TOPIC = "bench_stream_peer"
+# The start of the peer's topics (the same events as the table's, delivered while the peer
+# runs: a table's topic is this and its name), and the variable that gives the peer its broker.
+PEER_TOPIC_PREFIX = "peer_"
 PEER_SERVERS = "HASHCDC_BENCH_KAFKA"
 SAMPLE_SECONDS = 5.0
 CONFIG = {
@@ -95,13 +96,20 @@ class Folder:
 class Topic:
     """Events delivered as records of a Kafka topic, keyed by the row's key as Debezium's."""
 
+    # One producer per broker, shared by its topics (a group's hundred topics, one client).
+    _producers: ClassVar[dict[str, Any]] = {}
+
     def __init__(self, bootstrap_servers: str, topic: str) -> None:
         # Imported here: only the Kafka bench needs the client (a dev dependency).
         from confluent_kafka import Producer
 
         self.topic = topic
-        settings = {"bootstrap.servers": bootstrap_servers, "linger.ms": 5}
-        self.producer = Producer(settings | {"queue.buffering.max.messages": 2_000_000})
+        if bootstrap_servers not in self._producers:
+            settings = {"bootstrap.servers": bootstrap_servers, "linger.ms": 5}
+            self._producers[bootstrap_servers] = Producer(
+                settings | {"queue.buffering.max.messages": 2_000_000}
+            )
+        self.producer = self._producers[bootstrap_servers]
 
     def deliver(self, name: str, lines: list[str]) -> None:
         """Publish the lines and wait until the broker has them all."""
@@ -281,7 +289,11 @@ def _peer_side(
     peer_module = "hashcdc.bench.stream_peer"
     [feed, *_] = feeds.values()
     # One stream over every table's folder (a folder a table: the table is its name).
-    source = feed.topic if isinstance(feed, Topic) else str(feed.folder.parent / "*" / "*.json")
+    source = (
+        f"{PEER_TOPIC_PREFIX}.*"
+        if isinstance(feed, Topic)
+        else str(feed.folder.parent / "*" / "*.json")
+    )
     command = [sys.executable, "-m", peer_module, str(work), source, str(batches_file)]
     peer = subprocess.Popen(
         command, cwd=work, env=env | {"HASHCDC_ENGINE": "off"}, stdout=log, stderr=log
@@ -304,14 +316,12 @@ def run(
 ) -> dict[str, Any]:
     """Both sides on the same events, one after the other; their figures.
 
-    ``tables`` > 1: that many feeds in one group, ``rows`` spread over them (files only).
+    ``tables`` > 1: that many feeds in one group, ``rows`` spread over them.
     """
-    if tables > 1 and kafka:
-        raise SystemExit("bench: --stream --tables reads files (a group's topics: not built)")
     if not kafka:
         return _run(project_dir, rows, rate, seconds, None, tables)
     with local_servers.kafka_broker("1g") as broker:
-        return _run(project_dir, rows, rate, seconds, broker)
+        return _run(project_dir, rows, rate, seconds, broker, tables)
 
 
 def _run(
@@ -329,7 +339,7 @@ def _run(
         config: dict[str, Any] = dict(CONFIG) | {"name": name}
         config["source"] = {"path": f"landing/{name}/{{business_date}}/*", "format": "debezium"}
         if broker is not None:
-            kafka = {"bootstrap_servers": broker.bootstrap_servers, "topic": TABLE}
+            kafka = {"bootstrap_servers": broker.bootstrap_servers, "topic": name}
             config["source"] = {"format": "debezium", "kafka": kafka}
         if tables > 1:
             config["group"] = GROUP
@@ -341,8 +351,8 @@ def _run(
     ours: Feeds
     theirs: Feeds
     if broker is not None:
-        ours = {TABLE: Topic(broker.bootstrap_servers, TABLE)}
-        theirs = {TABLE: Topic(broker.bootstrap_servers, PEER_TOPIC)}
+        ours = {name: Topic(broker.bootstrap_servers, name) for name in names}
+        theirs = {name: Topic(broker.bootstrap_servers, PEER_TOPIC_PREFIX + name) for name in names}
     else:
         ours = {name: Folder(work / "landing" / name / today) for name in names}
         theirs = {name: Folder(work / "peer_landing" / name) for name in names}

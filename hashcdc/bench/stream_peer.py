@@ -1,13 +1,14 @@
 """The peer of ``hashcdc bench --stream``: the streaming MERGE a Spark user writes.
 
 Structured Streaming over landing folders of Debezium JSON lines (``text`` source, a
-glob over one folder a table), or over a Kafka topic of them (Spark's Kafka source, when
-``HASHCDC_BENCH_KAFKA`` names the broker), with a 0.5 s trigger; each micro-batch keeps
+glob over one folder a table), or over Kafka topics of them (Spark's Kafka source, when
+``HASHCDC_BENCH_KAFKA`` names the broker: the topics a pattern names, one a table, the
+table the topic's name after its prefix), with a 0.5 s trigger; each micro-batch keeps
 the latest event per table and key (by ``source.lsn``) and MERGEs each table it touched
 into that table's Delta table, one after another. For each table a batch touched, its
 name, the batch's end (ms) and the table's newest event's ``ts_ms`` are appended to a
 file as a JSON triple. Run as ``python -m hashcdc.bench.stream_peer WORK GLOB|TOPIC OUT``
-with the scratch project's environment; it runs until terminated.
+with the scratch project's environment (a topic pattern for Kafka); it runs until terminated.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
 
-from hashcdc.bench.stream import PEER_SERVERS, TABLE
+from hashcdc.bench.stream import PEER_SERVERS, PEER_TOPIC_PREFIX
 from hashcdc.runtime.project import spark_session
 
 EVENT_SCHEMA = (
@@ -69,11 +70,14 @@ def main(work: Path, source: str, out: Path) -> None:
         lines = (
             spark.readStream.format("kafka")
             .option("kafka.bootstrap.servers", servers)
-            .option("subscribe", source)
+            .option("subscribePattern", source)
             .option("startingOffsets", "earliest")
             .load()
             .where("value is not null")
-            .selectExpr(f"'{TABLE}' as table", "cast(value as string) as value")
+            .select(
+                F.substring(F.col("topic"), len(PEER_TOPIC_PREFIX) + 1, 1000).alias("table"),
+                F.col("value").cast("string").alias("value"),
+            )
         )
     else:
         lines = (
