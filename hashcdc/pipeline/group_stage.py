@@ -40,7 +40,7 @@ from hashcdc.pipeline.evolution.tables import evolve_group_images
 from hashcdc.pipeline.extract import read_event_lines
 from hashcdc.pipeline.feed import PriorState, placeholder_mentions
 from hashcdc.pipeline.inputs import table_reader
-from hashcdc.pipeline.projections import selected
+from hashcdc.pipeline.projections import selected, union_all
 from hashcdc.pipeline.rejects import rejected_rows
 from hashcdc.pipeline.stage import Screened, date_command, date_files, typecast_and_hash
 from hashcdc.pipeline.transports import transport_of
@@ -51,9 +51,6 @@ TRAILING = ("business_date", SOURCE_FILE, ROW_ERRORS, *REJECT_DETAIL_COLUMNS)
 BUILDERS = 8
 # The temporary views a group's stage unions (one per member, replaced by the next date's).
 UNION_VIEW = "hashcdc_group_member_"
-# The branches of one `union all` query: Spark's parser refuses a chain of 1,000 as too
-# complex (FAILED_TO_PARSE_TOO_COMPLEX), so a larger group's members are unioned in steps.
-UNION_BRANCHES = 100  # at least 2
 
 
 def _own_columns(is_feed: bool) -> tuple[str, ...]:
@@ -264,30 +261,6 @@ def _prior_state(
         if (read := PriorState.at(spark, state, version)).rows is not None
     ]
     return PriorState(reduce(DataFrame.unionByName, parts) if parts else None)
-
-
-def union_all(spark: SparkSession, frames: list[DataFrame], prefix: str) -> DataFrame:
-    """The frames' rows as one DataFrame, their columns in the same order, analysed once.
-
-    A chain of ``union`` calls analyses the growing plan at each step (quadratic in the
-    members); one ``union all`` query of temporary views (``<prefix><n>``) is one analysis.
-    More than :data:`UNION_BRANCHES` frames are unioned in groups of that many first
-    (``<prefix><group>_<n>``), then the groups (``<prefix>all_…``).
-    """
-    if len(frames) == 1:
-        return frames[0]
-    if len(frames) > UNION_BRANCHES:
-        groups = [
-            union_all(spark, frames[start : start + UNION_BRANCHES], f"{prefix}{number}_")
-            for number, start in enumerate(range(0, len(frames), UNION_BRANCHES))
-        ]
-        return union_all(spark, groups, f"{prefix}all_")
-    views = []
-    for number, frame in enumerate(frames):
-        view = f"{prefix}{number}"
-        frame.createOrReplaceTempView(view)
-        views.append(f"select * from {view}")
-    return spark.sql(" union all ".join(views))
 
 
 def member_rows(stage: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:

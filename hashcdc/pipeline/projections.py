@@ -1,10 +1,11 @@
-"""Column expressions built once per process for a configuration, reused by every date.
+"""Plans of many tables' frames: projections built once per process, unions in one query.
 
 A stage's projections name columns; they do not depend on the frame they are selected
 from, the files or the date. Building one is thousands of calls into the JVM, each waiting
 on its answer (about a third of a second for a 15-column table): a group of a hundred
 tables would pay it a hundred times a date, a stream at every micro-batch. The engine is
 one long process, so each is built the first time a configuration needs it and kept.
+Many frames (a group's members, its topics' probes) are unioned by :func:`union_all`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
 from pyspark import SparkContext
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.classic.column import _to_java_column, _to_seq
 from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
@@ -22,6 +23,9 @@ T = TypeVar("T")
 
 # More than any project's tables need; past it, the oldest are built again.
 KEPT = 8192
+# The branches of one `union all` query: Spark's parser refuses a chain of 1,000 as too
+# complex (FAILED_TO_PARSE_TOO_COMPLEX), so more frames are unioned in steps.
+UNION_BRANCHES = 100  # at least 2
 _lock = threading.Lock()
 _built: dict[Hashable, object] = {}
 
@@ -60,3 +64,27 @@ def selected(
         lambda: _to_seq(frame.sparkSession.sparkContext, list(build()), _to_java_column),
     )
     return ClassicFrame(frame._jdf.select(columns), frame.sparkSession)  # noqa: SLF001
+
+
+def union_all(spark: SparkSession, frames: list[DataFrame], prefix: str) -> DataFrame:
+    """The frames' rows as one DataFrame, their columns in the same order, analysed once.
+
+    A chain of ``union`` calls analyses the growing plan at each step (quadratic in the
+    members); one ``union all`` query of temporary views (``<prefix><n>``) is one analysis.
+    More than :data:`UNION_BRANCHES` frames are unioned in groups of that many first
+    (``<prefix><group>_<n>``), then the groups (``<prefix>all_…``).
+    """
+    if len(frames) == 1:
+        return frames[0]
+    if len(frames) > UNION_BRANCHES:
+        groups = [
+            union_all(spark, frames[start : start + UNION_BRANCHES], f"{prefix}{number}_")
+            for number, start in enumerate(range(0, len(frames), UNION_BRANCHES))
+        ]
+        return union_all(spark, groups, f"{prefix}all_")
+    views = []
+    for number, frame in enumerate(frames):
+        view = f"{prefix}{number}"
+        frame.createOrReplaceTempView(view)
+        views.append(f"select * from {view}")
+    return spark.sql(" union all ".join(views))

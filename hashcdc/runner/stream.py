@@ -282,6 +282,7 @@ class Stream:
         Each member's watch offers its reads in order; the earliest date among the next
         read of each is applied as one micro-batch of the members that have one.
         """
+        self._gathered(unit)
         # A group's dates move as one: its members' reads are weighed against its latest.
         pending = {m.name: self._watch(m).reads(lambda: self._latest(unit)) for m in unit.members}
         heads: dict[str, StreamRead] = {}
@@ -318,6 +319,15 @@ class Stream:
             transport = transport_of(table)
             self.watches[table.name] = transport.watch(self.spark, table, self.project_dir, limits)
         return self.watches[table.name]
+
+    def _gathered(self, unit: Streamed) -> None:
+        """A group's watches, made and gathered by their transport on its first step.
+
+        A group's topics then look together (one look a step, not one per topic).
+        """
+        if len(unit.members) > 1 and not all(m.name in self.watches for m in unit.members):
+            watches = [self._watch(m) for m in unit.members]
+            transport_of(unit.members[0]).gather(watches)
 
     def _turn(self, unit: Streamed, date: str, batch: dict[str, StreamRead]) -> bool:
         """One micro-batch (the ``batch`` members' reads) in the writer's turn; whether it went.

@@ -27,7 +27,7 @@ from outside_spark import assert_readers_agree, read_outside_spark
 from hashcdc.cli import main
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
-from hashcdc.pipeline import group_stage
+from hashcdc.pipeline import projections
 
 D1, D2, D3, D4 = "2024-05-01", "2024-05-02", "2024-05-03", "2024-05-04"
 GROUP = "crm"
@@ -147,7 +147,7 @@ def test_a_group_of_four_tables_over_four_dates(
 ) -> None:
     # The members' rows are unioned two at a time, then the pairs, as the members of a
     # group larger than UNION_BRANCHES are (Spark's parser refuses 1,000 branches).
-    monkeypatch.setattr(group_stage, "UNION_BRANCHES", 2)
+    monkeypatch.setattr(projections, "UNION_BRANCHES", 2)
     _configure(project, {name: _config(name) for name in CONFIGS})
     for name in CONFIGS:
         _write(project, name, D1)

@@ -150,5 +150,9 @@ class Transport:
         """The stream's watch of ``table`` on this transport."""
         raise NotImplementedError
 
+    def gather(self, watches: list[Watch]) -> None:
+        """The watches of a table group's members on this transport (none: each its own)."""
+        del watches
+
     def __repr__(self) -> str:
         return f"<transport {self.name}>"

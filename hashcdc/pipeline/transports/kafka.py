@@ -20,6 +20,7 @@ a row's file is ``kafka://<topic>/<partition>`` and its row id the record's offs
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import socket
 import urllib.parse
@@ -40,6 +41,7 @@ from hashcdc.pipeline.columns import (
     ROW_ID,
     SOURCE_FILE,
 )
+from hashcdc.pipeline.projections import union_all
 from hashcdc.pipeline.transports.base import StreamLimits, StreamRead, Transport, Watch
 from hashcdc.state.versions import DateVersion
 
@@ -127,18 +129,21 @@ def check_reachable(table: TableConfig, seconds: float = 5.0) -> None:
 
 
 def listed_offsets(
-    spark: SparkSession, table: TableConfig, since: int | None
-) -> tuple[Offsets, Offsets]:
-    """Every partition of the topic: the offset a read from ``since`` starts at, and its end.
+    spark: SparkSession, asked: list[tuple[TableConfig, int | None]]
+) -> dict[str, tuple[Offsets, Offsets]]:
+    """Each table's topic's partitions: where a read from ``since`` starts, and their end.
 
-    The start is the first record at or after ``since`` (Kafka timestamp in ms; None: the
-    partition's first record), or the partition's end when it has none. Spark's Kafka
-    source takes start offsets only for every partition of the topic, and a partition
-    that has had no record since is in no read's records: the broker lists them (Kafka's
-    admin client in the driver's JVM, from the Kafka source's own jars). The end (the
-    offset the next record will have) tells a stream whether there is anything to read.
+    ``asked``: each table with its ``since``, all on one cluster (a table group's topics
+    share their transport: the first table's brokers and client options are used), listed
+    by one admin client. The start is the first record at or after ``since`` (Kafka
+    timestamp in ms; None: the partition's first record), or the partition's end when it
+    has none. Spark's Kafka source takes start offsets only for every partition of the
+    topic, and a partition that has had no record since is in no read's records: the
+    broker lists them (Kafka's admin client in the driver's JVM, from the Kafka source's
+    own jars). The end (the offset the next record will have) tells a stream whether there
+    is anything to read.
     """
-    kafka = table.source.kafka
+    kafka = asked[0][0].source.kafka
     assert kafka is not None
     jvm = spark.sparkContext._jvm
     clients, common = jvm.org.apache.kafka.clients.admin, jvm.org.apache.kafka.common
@@ -147,26 +152,46 @@ def listed_offsets(
     settings.setProperty("bootstrap.servers", kafka.bootstrap_servers)
     for name, value in kafka.options.items():
         settings.setProperty(name, str(value))
+    topics = [table.source.kafka.topic for table, _ in asked]  # type: ignore[union-attr]
     admin = clients.Admin.create(settings)
     try:
-        names = jvm.java.util.Collections.singletonList(kafka.topic)
+        names = jvm.java.util.ArrayList()
+        for topic in topics:
+            names.add(topic)
         described = admin.describeTopics(names).allTopicNames().get(30, seconds)
-        partitions = [info.partition() for info in described.get(kafka.topic).partitions()]
+        partitions = {
+            topic: [info.partition() for info in described.get(topic).partitions()]
+            for topic in topics
+        }
 
-        def offsets(spec: object) -> Offsets:
+        def offsets(specs: dict[str, object]) -> dict[str, Offsets]:
             request = jvm.java.util.HashMap()
-            for partition in partitions:
-                request.put(common.TopicPartition(kafka.topic, partition), spec)
+            for topic, spec in specs.items():
+                for partition in partitions[topic]:
+                    request.put(common.TopicPartition(topic, partition), spec)
             listed = admin.listOffsets(request).all().get(30, seconds)
             return {
-                p: int(listed.get(common.TopicPartition(kafka.topic, p)).offset())
-                for p in partitions
+                topic: {
+                    p: int(listed.get(common.TopicPartition(topic, p)).offset())
+                    for p in partitions[topic]
+                }
+                for topic in specs
             }
 
-        first = clients.OffsetSpec.earliest() if since is None else None
-        at = offsets(first or clients.OffsetSpec.forTimestamp(since))
-        end = offsets(clients.OffsetSpec.latest())
-        return {p: at[p] if at[p] >= 0 else end[p] for p in partitions}, end
+        at = offsets(
+            {
+                topic: clients.OffsetSpec.earliest()
+                if since is None
+                else clients.OffsetSpec.forTimestamp(since)
+                for topic, (_, since) in zip(topics, asked, strict=True)
+            }
+        )
+        end = offsets(dict.fromkeys(topics, clients.OffsetSpec.latest()))
+        starts = {
+            topic: {p: o if o >= 0 else end[topic][p] for p, o in at[topic].items()}
+            for topic in topics
+        }
+        return {topic: (starts[topic], end[topic]) for topic in topics}
     finally:
         admin.close()
 
@@ -260,6 +285,11 @@ class TopicWatch(Watch):
     pace): each has its own watermark in the state (P rows), so a partition behind the
     others is applied when its records come, and a batch orders its events by sequence
     across partitions. Rounds follow one another until one finds no new record.
+
+    The watches of a table group's topics look together (:meth:`Kafka.gather`): the
+    first of them to need a round lists every topic's offsets with one admin client and
+    finds the new records' dates of all of them in one Spark job, and the others take
+    their round from that look — one job a step, not one per topic.
     """
 
     def __init__(self, spark: SparkSession, table: TableConfig, limits: StreamLimits) -> None:
@@ -268,6 +298,11 @@ class TopicWatch(Watch):
         self.positions: Offsets = {}
         # What the broker said when it did not answer (the stream says it and retries).
         self.problem = None
+        # The watches that look together (a group's topics), this one among them.
+        self.siblings: list[TopicWatch] = [self]
+        # A look's round for this watch: (the state and positions it was taken at, its
+        # start, its ends, what it found).
+        self.looked: tuple[tuple[object, str], Offsets, Offsets, list[Found]] | None = None
 
     def reads(self, latest: Callable[[], DateVersion | None]) -> Iterator[StreamRead]:
         """Round after round, each date's range of new records, until a round finds none."""
@@ -279,27 +314,37 @@ class TopicWatch(Watch):
             start, end, dates = found
             topic = self.table.source.kafka.topic  # type: ignore[union-attr]
             for date in dates:
-                # Offered again from the round's start until all its dates are applied.
-                yield StreamRead(date, [TopicRead(topic, date, start, end).location()], _nothing)
-            self.positions = end
+                # Offered again from the round's start until all its dates are applied;
+                # the offsets move when the last is (before this watch is asked again, so a
+                # group's look sees where each of its topics stands).
+                moved = functools.partial(self._move, end) if date == dates[-1] else _nothing
+                yield StreamRead(date, [TopicRead(topic, date, start, end).location()], moved)
+
+    def _move(self, end: Offsets) -> None:
+        """A round's dates all applied: its records are read."""
+        self.positions = end
+
+    def _since(self, state: DateVersion | None) -> int | None:
+        """Where a partition this stream has not read starts: its open date's start."""
+        return date_start_ms(self.table, state.business_date) if state is not None else None
+
+    def _mark(self, state: DateVersion | None) -> tuple[object, str]:
+        """What a look's round depends on: the state's date and this watch's positions."""
+        version = (state.business_date, state.version) if state is not None else None
+        return version, json.dumps(sorted(self.positions.items()))
 
     def _round(self, state: DateVersion | None) -> tuple[Offsets, Offsets, list[str]] | None:
         """A round's start and end offsets and the dates of its records; None: nothing new."""
-        kafka = self.table.source.kafka
-        assert kafka is not None
-        since = date_start_ms(self.table, state.business_date) if state is not None else None
         try:
-            check_reachable(self.table)
-            # Partitions this stream has not read (all of them after a start, and any the
-            # topic gained) from the open date's start; the others from where it read up to.
-            listed, ends = listed_offsets(self.spark, self.table, since)
-            start = {**listed, **self.positions}
-            # Nothing new in any partition: no Spark job (an idle stream's rounds are cheap).
-            fresh = any(start.get(partition, 0) < end for partition, end in ends.items())
-            found = self._probe(TopicRead(kafka.topic, ANY_DATE, start)) if fresh else []
+            if self.looked is None or self.looked[0] != self._mark(state):
+                _look_together(self.siblings, state)
+            assert self.looked is not None
+            _, start, ends, found = self.looked
         except Exception as exc:  # noqa: BLE001 - a broker away: the stream retries it
             self.problem = telling_line(exc)
             return None
+        finally:
+            self.looked = None
         self.problem = None
         if not found:
             # Nothing, or only tombstones, up to the listed ends: the next round starts there.
@@ -312,8 +357,8 @@ class TopicWatch(Watch):
         dates = sorted({max(date, open_date) if open_date else date for _, date, _ in found})
         return start, end, dates
 
-    def _probe(self, read: TopicRead) -> list[tuple[int, str, int]]:
-        """A read's new records: partition, business date of the commit, greatest offset.
+    def _probe_frame(self, number: int, read: TopicRead) -> DataFrame:
+        """A read's new records: ``number`` (the look's), partition, commit date, offset.
 
         At most ``max_records`` records of each partition, its first: the next round probes
         from where these end, so a backlog is applied in bounded batches.
@@ -327,15 +372,52 @@ class TopicWatch(Watch):
         # The commit's date in the table's time zone (no session time zone involved).
         committed = commit_date(self.table, F.col(EVENT_TIME_RAW))
         today = date_in_zone(dt.datetime.now(dt.UTC), self.table.time_zone)
-        rows = (
-            raw.groupBy(
-                partition_of(F.col(SOURCE_FILE)).alias("partition"),
-                F.coalesce(committed.cast("string"), F.lit(today)).alias("business_date"),
-            )
-            .agg(F.max(ROW_ID).alias("offset"))
-            .collect()
+        return raw.select(
+            F.lit(number).alias("watch"),
+            partition.alias("partition"),
+            F.coalesce(committed.cast("string"), F.lit(today)).alias("business_date"),
+            F.col(ROW_ID).alias("offset"),
         )
-        return [(row["partition"], row["business_date"], row["offset"]) for row in rows]
+
+
+# The temporary views a look's probe unions (one per topic with new records).
+PROBE_VIEW = "hashcdc_topic_probe_"
+# A probe's finding: a partition, a business date of its new records, their last offset.
+Found = tuple[int, str, int]
+
+
+def _look_together(watches: list[TopicWatch], state: DateVersion | None) -> None:
+    """Each watch's next round from one look at all their topics (``watch.looked``).
+
+    A broker that does not answer fails the look (each watch then says so and retries).
+    """
+    servers = {w.table.source.kafka.bootstrap_servers: w for w in watches}  # type: ignore[union-attr]
+    for watch in servers.values():
+        check_reachable(watch.table)
+    # Partitions a stream has not read (all of them after a start, and any a topic gained)
+    # from the open date's start; the others from where it read up to.
+    listed = listed_offsets(watches[0].spark, [(w.table, w._since(state)) for w in watches])
+    rounds = []
+    for watch in watches:
+        starts, ends = listed[watch.table.source.kafka.topic]  # type: ignore[union-attr]
+        rounds.append((watch, {**starts, **watch.positions}, ends))
+    # Nothing new in a topic's partitions: no read of it (an idle stream's rounds are cheap).
+    fresh = [
+        watch._probe_frame(number, TopicRead(watch.table.source.kafka.topic, ANY_DATE, start))  # type: ignore[union-attr]
+        for number, (watch, start, ends) in enumerate(rounds)
+        if any(start.get(partition, 0) < end for partition, end in ends.items())
+    ]
+    found: list[list[Found]] = [[] for _ in rounds]
+    if fresh:
+        probed = union_all(watches[0].spark, fresh, PROBE_VIEW)
+        for row in (
+            probed.groupBy("watch", "partition", "business_date")
+            .agg(F.max("offset").alias("offset"))
+            .collect()
+        ):
+            found[row["watch"]].append((row["partition"], row["business_date"], row["offset"]))
+    for (watch, start, ends), its in zip(rounds, found, strict=True):
+        watch.looked = (watch._mark(state), start, ends, its)
 
 
 class Kafka(Transport):
@@ -389,3 +471,9 @@ class Kafka(Transport):
         """The topic, read from where this stream read up to."""
         del project_dir
         return TopicWatch(spark, table, limits)
+
+    def gather(self, watches: list[Watch]) -> None:
+        """A table group's topics: their watches look together (:class:`TopicWatch`)."""
+        topics = [w for w in watches if isinstance(w, TopicWatch)]
+        for watch in topics:
+            watch.siblings = topics
