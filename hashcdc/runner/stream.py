@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import json
 import math
 import time
@@ -283,8 +284,10 @@ class Stream:
         read of each is applied as one micro-batch of the members that have one.
         """
         self._gathered(unit)
-        # A group's dates move as one: its members' reads are weighed against its latest.
-        pending = {m.name: self._watch(m).reads(lambda: self._latest(unit)) for m in unit.members}
+        # A group's dates move as one: its members' reads are weighed against its latest,
+        # read once for all the members a pass asks (only a batch moves it).
+        latest = functools.cache(lambda: self._latest(unit))
+        pending = {m.name: self._watch(m).reads(latest) for m in unit.members}
         heads: dict[str, StreamRead] = {}
         while not self.stopping():
             for name in [n for n in pending if n not in heads]:
@@ -299,6 +302,7 @@ class Stream:
             batch = {name: read for name, read in heads.items() if read.business_date == date}
             if not self._turn(unit, date, batch):
                 return
+            latest.cache_clear()
             for name, read in batch.items():
                 read.done()
                 del heads[name]
