@@ -5,7 +5,7 @@ from, the files or the date. Building one is thousands of calls into the JVM, ea
 on its answer (about a third of a second for a 15-column table): a group of a hundred
 tables would pay it a hundred times a date, a stream at every micro-batch. The engine is
 one long process, so each is built the first time a configuration needs it and kept.
-Many frames (a group's members, its topics' probes) are unioned by :func:`union_all`.
+Many frames (a group's members, their checks' samples) are unioned by :func:`union_all`.
 """
 
 from __future__ import annotations

@@ -41,7 +41,6 @@ from hashcdc.pipeline.columns import (
     ROW_ID,
     SOURCE_FILE,
 )
-from hashcdc.pipeline.projections import union_all
 from hashcdc.pipeline.transports.base import StreamLimits, StreamRead, Transport, Watch
 from hashcdc.state.versions import DateVersion
 
@@ -220,35 +219,45 @@ def commit_date(table: TableConfig, commit_ms: Column) -> Column:
 
 
 def read_topic_lines(
-    spark: SparkSession, table: TableConfig, location: str, line_column: str
+    spark: SparkSession, table: TableConfig, locations: list[str], line_column: str
 ) -> DataFrame:
-    """A read's records as lines of text, with their partition and offset."""
+    """Reads' records as lines of text, with their topic and partition (as the file) and offset.
+
+    One read, or several reads from offsets (a table group's topics looked at together),
+    all on ``table``'s cluster: one relation of Spark's Kafka source.
+    """
     kafka = table.source.kafka
     assert kafka is not None
-    read = TopicRead.parse(location)
+    reads = [TopicRead.parse(location) for location in locations]
     reader = (
         spark.read.format("kafka")
         .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
-        .option("subscribe", kafka.topic)
+        .option("subscribe", ",".join(dict.fromkeys(read.topic for read in reads)))
         .options(**{f"kafka.{name}": value for name, value in kafka.options.items()})
     )
-    since = read.since
-    if since is None and read.business_date != ANY_DATE:
-        since = date_start_ms(table, read.business_date)
-    if read.start is not None:
-        reader = reader.option("startingOffsets", read._spark_offsets(read.start))
-    elif since is not None:
-        reader = reader.option("startingTimestamp", str(since)).option(
-            "startingOffsetsByTimestampStrategy",
-            "latest",  # none that late: nothing to read
-        )
+    [read, *others] = reads
+    if others:
+        assert all(r.start is not None and r.end is None for r in reads), locations
+        starts = {r.topic: {str(p): o for p, o in (r.start or {}).items()} for r in reads}
+        reader = reader.option("startingOffsets", json.dumps(starts))
+    else:
+        since = read.since
+        if since is None and read.business_date != ANY_DATE:
+            since = date_start_ms(table, read.business_date)
+        if read.start is not None:
+            reader = reader.option("startingOffsets", read._spark_offsets(read.start))
+        elif since is not None:
+            reader = reader.option("startingTimestamp", str(since)).option(
+                "startingOffsetsByTimestampStrategy",
+                "latest",  # none that late: nothing to read
+            )
     end = read._spark_offsets(read.end) if read.end is not None else "latest"
     records = reader.option("endingOffsets", end).load()
     return records.where(F.col("value").isNotNull()).select(
         F.col("value").cast("string").alias(line_column),
-        F.concat(F.lit(f"{SCHEME}{kafka.topic}/"), F.col("partition").cast("string")).alias(
-            SOURCE_FILE
-        ),
+        F.concat(
+            F.lit(SCHEME), F.col("topic"), F.lit("/"), F.col("partition").cast("string")
+        ).alias(SOURCE_FILE),
         F.lit(0).cast("bigint").alias(BLOCK_START),
         F.col("offset").alias(ROW_ID),
     )
@@ -357,31 +366,7 @@ class TopicWatch(Watch):
         dates = sorted({max(date, open_date) if open_date else date for _, date, _ in found})
         return start, end, dates
 
-    def _probe_frame(self, number: int, read: TopicRead) -> DataFrame:
-        """A read's new records: ``number`` (the look's), partition, commit date, offset.
 
-        At most ``max_records`` records of each partition, its first: the next round probes
-        from where these end, so a backlog is applied in bounded batches.
-        """
-        raw = self.limits.raw_events(self.spark, self.table, [read.location()])
-        partition = partition_of(F.col(SOURCE_FILE))
-        first = F.min(ROW_ID).over(Window.partitionBy(partition))
-        raw = raw.withColumn("_first", first).where(
-            F.col(ROW_ID) < F.col("_first") + self.limits.max_records
-        )
-        # The commit's date in the table's time zone (no session time zone involved).
-        committed = commit_date(self.table, F.col(EVENT_TIME_RAW))
-        today = date_in_zone(dt.datetime.now(dt.UTC), self.table.time_zone)
-        return raw.select(
-            F.lit(number).alias("watch"),
-            partition.alias("partition"),
-            F.coalesce(committed.cast("string"), F.lit(today)).alias("business_date"),
-            F.col(ROW_ID).alias("offset"),
-        )
-
-
-# The temporary views a look's probe unions (one per topic with new records).
-PROBE_VIEW = "hashcdc_topic_probe_"
 # A probe's finding: a partition, a business date of its new records, their last offset.
 Found = tuple[int, str, int]
 
@@ -389,6 +374,9 @@ Found = tuple[int, str, int]
 def _look_together(watches: list[TopicWatch], state: DateVersion | None) -> None:
     """Each watch's next round from one look at all their topics (``watch.looked``).
 
+    One admin client lists every topic's offsets; the topics with new records are read
+    in one relation of Spark's Kafka source and their new records' dates found in one
+    job (one per input format and time zone, should the group's topics differ in them).
     A broker that does not answer fails the look (each watch then says so and retries).
     """
     servers = {w.table.source.kafka.bootstrap_servers: w for w in watches}  # type: ignore[union-attr]
@@ -402,22 +390,54 @@ def _look_together(watches: list[TopicWatch], state: DateVersion | None) -> None
         starts, ends = listed[watch.table.source.kafka.topic]  # type: ignore[union-attr]
         rounds.append((watch, {**starts, **watch.positions}, ends))
     # Nothing new in a topic's partitions: no read of it (an idle stream's rounds are cheap).
-    fresh = [
-        watch._probe_frame(number, TopicRead(watch.table.source.kafka.topic, ANY_DATE, start))  # type: ignore[union-attr]
-        for number, (watch, start, ends) in enumerate(rounds)
-        if any(start.get(partition, 0) < end for partition, end in ends.items())
-    ]
-    found: list[list[Found]] = [[] for _ in rounds]
-    if fresh:
-        probed = union_all(watches[0].spark, fresh, PROBE_VIEW)
-        for row in (
-            probed.groupBy("watch", "partition", "business_date")
-            .agg(F.max("offset").alias("offset"))
-            .collect()
-        ):
-            found[row["watch"]].append((row["partition"], row["business_date"], row["offset"]))
-    for (watch, start, ends), its in zip(rounds, found, strict=True):
+    fresh: dict[tuple[str, str], list[tuple[TopicWatch, Offsets]]] = {}
+    for watch, start, ends in rounds:
+        if any(start.get(partition, 0) < end for partition, end in ends.items()):
+            kind = (watch.table.source.format, watch.table.time_zone)
+            fresh.setdefault(kind, []).append((watch, start))
+    found: dict[str, list[Found]] = {}
+    for reads in fresh.values():
+        for topic, partition, date, offset in _probe(reads):
+            found.setdefault(topic, []).append((partition, date, offset))
+    for watch, start, ends in rounds:
+        its = found.get(watch.table.source.kafka.topic, [])  # type: ignore[union-attr]
         watch.looked = (watch._mark(state), start, ends, its)
+
+
+def _probe(reads: list[tuple[TopicWatch, Offsets]]) -> list[tuple[str, int, str, int]]:
+    """New records' dates: per topic and partition, each commit date and its last offset.
+
+    The topics share one input format and time zone, each read from its ``start``. At
+    most ``max_records`` records of each partition, its first: the next round probes from
+    where these end, so a backlog is applied in bounded batches.
+    """
+    [(first, _), *_] = reads
+    table, limits = first.table, first.limits
+    locations = [
+        TopicRead(watch.table.source.kafka.topic, ANY_DATE, start).location()  # type: ignore[union-attr]
+        for watch, start in reads
+    ]
+    raw = limits.raw_events(first.spark, table, locations)
+    first_offset = F.min(ROW_ID).over(Window.partitionBy(SOURCE_FILE))
+    raw = raw.withColumn("_first", first_offset).where(
+        F.col(ROW_ID) < F.col("_first") + limits.max_records
+    )
+    # The commit's date in the table's time zone (no session time zone involved).
+    committed = commit_date(table, F.col(EVENT_TIME_RAW))
+    today = date_in_zone(dt.datetime.now(dt.UTC), table.time_zone)
+    rows = (
+        raw.groupBy(
+            F.col(SOURCE_FILE).alias("source"),
+            F.coalesce(committed.cast("string"), F.lit(today)).alias("business_date"),
+        )
+        .agg(F.max(ROW_ID).alias("offset"))
+        .collect()
+    )
+    found = []
+    for row in rows:
+        topic, partition = row["source"].removeprefix(SCHEME).rsplit("/", 1)
+        found.append((topic, int(partition), row["business_date"], row["offset"]))
+    return found
 
 
 class Kafka(Transport):
@@ -449,9 +469,8 @@ class Kafka(Transport):
     def read_lines(
         self, spark: SparkSession, table: TableConfig, locations: list[str]
     ) -> DataFrame:
-        """The read's records as lines, with their partition (as the file) and offset."""
-        (location,) = locations
-        return read_topic_lines(spark, table, location, LINE_COLUMN)
+        """The reads' records as lines, with their topic and partition (as the file) and offset."""
+        return read_topic_lines(spark, table, locations, LINE_COLUMN)
 
     def within_date(self, table: TableConfig, locations: list[str], commit_ms: Column) -> Column:
         """Committed before the read's date ends (:func:`in_date`)."""
