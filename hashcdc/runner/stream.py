@@ -325,13 +325,9 @@ class Stream:
         return self.watches[table.name]
 
     def _gathered(self, unit: Streamed) -> None:
-        """A group's watches, made and gathered by their transport on its first step.
-
-        A group's topics then look together (one look a step, not one per topic).
-        """
-        if len(unit.members) > 1 and not all(m.name in self.watches for m in unit.members):
-            watches = [self._watch(m) for m in unit.members]
-            transport_of(unit.members[0]).gather(watches)
+        """A group's watches, gathered by their transport (a group's topics look together)."""
+        if len(unit.members) > 1:
+            transport_of(unit.members[0]).gather([self._watch(m) for m in unit.members])
 
     def _turn(self, unit: Streamed, date: str, batch: dict[str, StreamRead]) -> bool:
         """One micro-batch (the ``batch`` members' reads) in the writer's turn; whether it went.

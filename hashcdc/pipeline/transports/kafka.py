@@ -296,9 +296,9 @@ class TopicWatch(Watch):
     across partitions. Rounds follow one another until one finds no new record.
 
     The watches of a table group's topics look together (:meth:`Kafka.gather`): the
-    first of them to need a round lists every topic's offsets with one admin client and
-    finds the new records' dates of all of them in one Spark job, and the others take
-    their round from that look — one job a step, not one per topic.
+    first of them to need a round lists every topic's offsets (an admin client per
+    cluster) and finds the new records' dates of all of them in one Spark job, and the
+    others take their round from that look: one job a step, not one per topic.
     """
 
     def __init__(self, spark: SparkSession, table: TableConfig, limits: StreamLimits) -> None:
@@ -374,26 +374,29 @@ Found = tuple[int, str, int]
 def _look_together(watches: list[TopicWatch], state: DateVersion | None) -> None:
     """Each watch's next round from one look at all their topics (``watch.looked``).
 
-    One admin client lists every topic's offsets; the topics with new records are read
-    in one relation of Spark's Kafka source and their new records' dates found in one
-    job (one per input format and time zone, should the group's topics differ in them).
-    A broker that does not answer fails the look (each watch then says so and retries).
+    One admin client per cluster lists its topics' offsets; the topics with new records
+    are read in one relation of Spark's Kafka source and their new records' dates found
+    in one job (one per cluster, input format and time zone, should the group's topics
+    differ in them). A broker that does not answer fails the look (each watch then says
+    so and retries).
     """
-    servers = {w.table.source.kafka.bootstrap_servers: w for w in watches}  # type: ignore[union-attr]
-    for watch in servers.values():
-        check_reachable(watch.table)
-    # Partitions a stream has not read (all of them after a start, and any a topic gained)
-    # from the open date's start; the others from where it read up to.
-    listed = listed_offsets(watches[0].spark, [(w.table, w._since(state)) for w in watches])
-    rounds = []
+    clusters: dict[str, list[TopicWatch]] = {}
     for watch in watches:
-        starts, ends = listed[watch.table.source.kafka.topic]  # type: ignore[union-attr]
-        rounds.append((watch, {**starts, **watch.positions}, ends))
+        clusters.setdefault(_cluster(watch.table), []).append(watch)
+    rounds = []
+    for members in clusters.values():
+        check_reachable(members[0].table)
+        # Partitions a stream has not read (all of them after a start, and any a topic
+        # gained) from the open date's start; the others from where it read up to.
+        listed = listed_offsets(members[0].spark, [(w.table, w._since(state)) for w in members])
+        for watch in members:
+            starts, ends = listed[watch.table.source.kafka.topic]  # type: ignore[union-attr]
+            rounds.append((watch, {**starts, **watch.positions}, ends))
     # Nothing new in a topic's partitions: no read of it (an idle stream's rounds are cheap).
-    fresh: dict[tuple[str, str], list[tuple[TopicWatch, Offsets]]] = {}
+    fresh: dict[tuple[str, str, str], list[tuple[TopicWatch, Offsets]]] = {}
     for watch, start, ends in rounds:
         if any(start.get(partition, 0) < end for partition, end in ends.items()):
-            kind = (watch.table.source.format, watch.table.time_zone)
+            kind = (_cluster(watch.table), watch.table.source.format, watch.table.time_zone)
             fresh.setdefault(kind, []).append((watch, start))
     found: dict[str, list[Found]] = {}
     for reads in fresh.values():
@@ -404,10 +407,17 @@ def _look_together(watches: list[TopicWatch], state: DateVersion | None) -> None
         watch.looked = (watch._mark(state), start, ends, its)
 
 
+def _cluster(table: TableConfig) -> str:
+    """The Kafka cluster a table's topic is on, as its client settings say it."""
+    kafka = table.source.kafka
+    assert kafka is not None
+    return json.dumps([kafka.bootstrap_servers, sorted(kafka.options.items())], default=str)
+
+
 def _probe(reads: list[tuple[TopicWatch, Offsets]]) -> list[tuple[str, int, str, int]]:
     """New records' dates: per topic and partition, each commit date and its last offset.
 
-    The topics share one input format and time zone, each read from its ``start``. At
+    The topics share one cluster, input format and time zone, each read from its ``start``. At
     most ``max_records`` records of each partition, its first: the next round probes from
     where these end, so a backlog is applied in bounded batches.
     """
