@@ -182,21 +182,31 @@ def _screened(
 
     with ThreadPoolExecutor(BUILDERS) as pool:
         extracts = [(m, files) for m, files in pool.map(listed, members) if files is not None]
+    # Each member's lines are read once: its sample, its placeholder scan and its events.
+    lines = {
+        m.name: read_event_lines(spark, m, files)
+        for m, files in extracts
+        if table_reader(m).line_holds_event
+    }
     prefix = f"{UNION_VIEW}{group}_"
-    sampled = _sampled_fields(spark, extracts, f"{prefix}sample_")
-    mentioned = _placeholders_mentioned(spark, extracts, f"{prefix}placeholder_")
+    sampled = _sampled_fields(spark, extracts, lines, f"{prefix}sample_")
+    mentioned = _placeholders_mentioned(spark, extracts, lines, f"{prefix}placeholder_")
     return {
-        m.name: Screened(files, sampled.get(m.name), mentioned.get(m.name)) for m, files in extracts
+        m.name: Screened(files, sampled.get(m.name), mentioned.get(m.name), lines.get(m.name))
+        for m, files in extracts
     }
 
 
 def _sampled_fields(
-    spark: SparkSession, extracts: list[tuple[TableConfig, list[str]]], prefix: str
+    spark: SparkSession,
+    extracts: list[tuple[TableConfig, list[str]]],
+    lines: dict[str, DataFrame],
+    prefix: str,
 ) -> dict[str, list[str]]:
     """Each member's sampled fields (its reader's ``column_sample``), in one query."""
     frames, fields = [], {}
     for member, files in extracts:
-        sample = table_reader(member).column_sample(spark, member, files)
+        sample = table_reader(member).column_sample(spark, member, files, lines.get(member.name))
         if sample is not None:
             frames.append(sample.select(F.lit(member.name).alias(MEMBER_COLUMN), "key"))
             fields[member.name] = []
@@ -207,7 +217,10 @@ def _sampled_fields(
 
 
 def _placeholders_mentioned(
-    spark: SparkSession, extracts: list[tuple[TableConfig, list[str]]], prefix: str
+    spark: SparkSession,
+    extracts: list[tuple[TableConfig, list[str]]],
+    lines: dict[str, DataFrame],
+    prefix: str,
 ) -> dict[str, bool]:
     """Whether each feed's events mention its unavailable-value placeholder, in one query.
 
@@ -225,8 +238,10 @@ def _placeholders_mentioned(
         mentions = placeholder_mentions(member)
         if mentions is None:
             continue
-        lines = read_event_lines(spark, member, files).where(mentions).limit(1)
-        frames.append(lines.select(F.lit(member.name).alias(MEMBER_COLUMN)))
+        read = lines.get(member.name)
+        if read is None:
+            read = read_event_lines(spark, member, files)
+        frames.append(read.where(mentions).limit(1).select(F.lit(member.name).alias(MEMBER_COLUMN)))
         mentioned[member.name] = False
     if frames:
         for row in union_all(spark, frames, prefix).collect():

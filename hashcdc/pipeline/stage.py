@@ -17,6 +17,7 @@ The stage is not written: it is kept in the Spark session for the models after i
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,12 +130,15 @@ class Screened:
     ``files``: the date's (a micro-batch's) locations; ``sampled``: the fields of its
     reader's :meth:`~hashcdc.pipeline.inputs.base.Reader.column_sample` (None: it reads
     none); ``placeholders``: whether a change feed's events mention the unavailable-value
-    placeholder (None: not looked at, the feed looks itself).
+    placeholder (None: not looked at, the feed looks itself); ``lines``: the files' lines,
+    read once for the sample, the placeholder's scan and the events (None: its reader's
+    lines are not its events).
     """
 
     files: list[str]
     sampled: list[str] | None = None
     placeholders: bool | None = None
+    lines: DataFrame | None = None
 
 
 def typecast_and_hash(
@@ -213,7 +217,9 @@ def typecast_and_hash(
             plan = plan_of(spark, state, date_command(command, date), table.name)
             prior = PriorState.at(spark, state, plan.prior_version)
         placeholders = screened.placeholders if screened is not None else None
-        return _stage_columns(_event_stage(spark, read, files, prior, placeholders), table, date)
+        lines = screened.lines if screened is not None else None
+        events = _event_stage(spark, read, files, prior, placeholders, lines)
+        return _stage_columns(events, table, date)
     typed = _typed_with_errors(table_reader(read).read_rows(spark, read, files), read)
     hashed = with_hashes(typed, row_hashes(read))
     if table.duplicates_keep_last_by:
@@ -242,8 +248,14 @@ def date_files(
     """
     files = extract_files(spark, table, business_date)
     if asked is not None and asked.files is not None:
-        files = transport_of(table).only(files, {local_path(f) for f in asked.files})
+        files = transport_of(table).only(files, _local_paths(asked.files))
     return files
+
+
+@functools.lru_cache(maxsize=4)
+def _local_paths(files: tuple[str, ...]) -> frozenset[str]:
+    """A micro-batch's files as local paths, once for the members of a group that share them."""
+    return frozenset(local_path(f) for f in files)
 
 
 def checked_extract(
@@ -273,9 +285,10 @@ def _event_stage(
     files: list[str],
     prior: PriorState,
     placeholders: bool | None = None,
+    lines: DataFrame | None = None,
 ) -> DataFrame:
     """The events of a change feed, cast and hashed: one row per event (``pipeline.feed``)."""
-    raw = table_reader(table).raw_events(spark, table, files)
+    raw = table_reader(table).raw_events(spark, table, files, lines)
     return typed_events(raw, table, prior, placeholders)
 
 

@@ -110,14 +110,19 @@ class Reader:
         del spark, table, files, business_date, sampled, heads
 
     def column_sample(
-        self, spark: SparkSession, table: TableConfig, files: list[str]
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        lines: DataFrame | None = None,
     ) -> DataFrame | None:
         """The fields (``key``) a sample of the rows carries, when the check reads one.
 
         A table group's stage reads its members' in one query and hands each its own
-        (:meth:`check_columns`' ``sampled``); None: the check reads no sample.
+        (:meth:`check_columns`' ``sampled``); None: the check reads no sample. ``lines``:
+        the files' lines (:func:`~hashcdc.pipeline.extract.read_event_lines`), already read.
         """
-        del spark, table, files
+        del spark, table, files, lines
         return None
 
     def read_rows(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
@@ -129,10 +134,19 @@ class Reader:
         """
         raise NotImplementedError
 
-    def raw_events(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+    def raw_events(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        lines: DataFrame | None = None,
+    ) -> DataFrame:
         """A change feed's events as text, in the shape :mod:`hashcdc.pipeline.feed` casts.
 
         By default the rows of :meth:`read_rows`, whose operation and sequence are columns
-        (``changes.operation_column``, ``changes.sequence_by``).
+        (``changes.operation_column``, ``changes.sequence_by``). ``lines``: the files'
+        lines, already read, for a reader whose lines are its events
+        (``line_holds_event``).
         """
+        del lines
         return raw_table_events(self.read_rows(spark, table, files), table)

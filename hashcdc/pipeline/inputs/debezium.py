@@ -134,14 +134,28 @@ class JsonEventsReader(Reader):
             flush=True,
         )
 
-    def column_sample(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+    def column_sample(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        lines: DataFrame | None = None,
+    ) -> DataFrame:
         """The distinct fields (``key``) of the row images of a sample of the events."""
-        images = self._images(spark, table, files)
+        images = self._images(spark, table, files, lines)
         return images.select(F.explode(F.json_object_keys("image")).alias("key")).distinct()
 
-    def _images(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+    def _images(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        lines: DataFrame | None = None,
+    ) -> DataFrame:
         """The row images (``image``, JSON text) of the first events, a sample."""
-        lines = read_event_lines(spark, table, files).limit(SAMPLE_ROWS)
+        if lines is None:
+            lines = read_event_lines(spark, table, files)
+        lines = lines.limit(SAMPLE_ROWS)
         line = F.col(LINE_COLUMN)
         image = F.coalesce(*[F.get_json_object(line, path) for path in self.image_paths])
         return lines.select(image.alias("image")).where(F.col("image").startswith("{"))
@@ -178,7 +192,13 @@ class JsonEventsReader(Reader):
         """
         raise NotImplementedError
 
-    def raw_events(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:
+    def raw_events(
+        self,
+        spark: SparkSession,
+        table: TableConfig,
+        files: list[str],
+        lines: DataFrame | None = None,
+    ) -> DataFrame:
         """The events with every needed field as text (still uncast).
 
         Blank lines are left out. Tombstones (a ``null`` line, or the schema wrapper with a
@@ -188,13 +208,16 @@ class JsonEventsReader(Reader):
         logical type and scale of each date, time and decimal field are taken from it. The
         projections are built once per process for the table's columns and feed settings
         (:func:`~hashcdc.pipeline.projections.built_once`), not at every micro-batch.
+        ``lines``: the files' lines, already read (a table group's stage reads them once).
         """
         key = ("raw_events", self.name, table.columns, table.changes)
         built = built_once(key, lambda: self._event_projections(table))
         # Each line is parsed once, in a projection of its own: every field below reads the
         # projected VARIANT (Spark keeps a projection that is used many times; inlined, the
         # parse would run once per field, and inside conditional branches it is not shared).
-        lines = read_event_lines(spark, table, files).where(built.not_blank)
+        if lines is None:
+            lines = read_event_lines(spark, table, files)
+        lines = lines.where(built.not_blank)
         lines = selected(lines, (key, "parsed"), lambda: ["*", built.parsed])
         lines = selected(lines, (key, "envelope"), lambda: ["*", *built.envelope])
         lines = selected(lines, (key, "logical"), lambda: ["*", built.logical_types])

@@ -14,6 +14,7 @@ topic's read as ``kafka://…``) that the pipeline passes back to it unread.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -113,7 +114,7 @@ class Transport:
         """
         raise NotImplementedError
 
-    def only(self, locations: list[str], taken: set[str]) -> list[str]:
+    def only(self, locations: list[str], taken: AbstractSet[str]) -> list[str]:
         """Of a date's locations, those a micro-batch named (``taken``: their local paths)."""
         del locations
         return sorted(taken)

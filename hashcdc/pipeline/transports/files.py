@@ -14,6 +14,7 @@ import glob
 import os
 import re
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -168,7 +169,7 @@ class Files(Transport):
             )
         return files
 
-    def only(self, locations: list[str], taken: set[str]) -> list[str]:
+    def only(self, locations: list[str], taken: AbstractSet[str]) -> list[str]:
         """The date's files a micro-batch named; all of them when none is left."""
         return [f for f in locations if local_path(f) in taken] or locations
 

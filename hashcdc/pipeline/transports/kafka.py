@@ -25,6 +25,7 @@ import json
 import socket
 import urllib.parse
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -471,7 +472,7 @@ class Kafka(Transport):
         check_reachable(table)
         return [topic_location(table, business_date)]
 
-    def only(self, locations: list[str], taken: set[str]) -> list[str]:
+    def only(self, locations: list[str], taken: AbstractSet[str]) -> list[str]:
         """The reads of the table's topic a micro-batch named (a group's names its members')."""
         topics = {TopicRead.parse(location).topic for location in locations}
         return sorted(t for t in taken if TopicRead.parse(t).topic in topics) or locations
