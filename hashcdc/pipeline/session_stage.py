@@ -130,6 +130,7 @@ def keep_stage(
         to the session's parallelism. Its plan is a union of a branch per member, a task
         per file, and each task deserializes every member's branch: 100 members' stage
         took 33 s to compute and cache repartitioned, 10 s coalesced (docs/performance.md).
+        Its cache is of a leaf over its rows (:func:`_rows_leaf`), not of that plan.
 
     Returns
     -------
@@ -148,7 +149,7 @@ def keep_stage(
             if key == _relation_key(relation) or (invocation and other.invocation != invocation):
                 _release(spark, key)
         shaped = (
-            frame.coalesce(spark.sparkContext.defaultParallelism)
+            _rows_leaf(spark, frame.coalesce(spark.sparkContext.defaultParallelism))
             if group
             else frame.repartition(count, "keyhash")
         )
@@ -188,6 +189,28 @@ def _cached_leaf(spark: SparkSession, cached: DataFrame) -> DataFrame:
         leaf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(session, relation)  # noqa: SLF001
     except Exception:  # noqa: BLE001 - py4j's (or a Connect session's) errors vary
         return cached
+    return DataFrame(leaf, spark)
+
+
+def _rows_leaf(spark: SparkSession, frame: DataFrame) -> DataFrame:
+    """A group's stage as a leaf over its rows, so that its cache's plan is that leaf.
+
+    Spark describes a cached plan inside every query that reads the cache: the plan info
+    its listeners get (with or without a UI) and the explain text are built at each
+    query's start and adaptive re-plan, the cached plan with them. A group's stage is a
+    branch per member, and the state's MERGE reads it about eight times: 100 members'
+    micro-batch (100,000 events) took 20–31 s to compute and cache, a query that reads
+    it four times 7.6–9.5 s; over the leaf, 11–12 s and 3.4–4.2 s (docs/performance.md).
+    The rows are the same lineage's (a lost block of the cache is computed from it
+    again); the leaf has no partitioning to keep (a group's stage is coalesced). Spark
+    has no public call for it; where the internal one is missing, the frame itself.
+    """
+    try:
+        session = spark._jsparkSession  # noqa: SLF001 - the JVM session, no public handle
+        rows = frame._jdf.queryExecution().toRdd()  # noqa: SLF001
+        leaf = session.internalCreateDataFrame(rows, frame._jdf.schema(), False)  # noqa: SLF001
+    except Exception:  # noqa: BLE001 - py4j's (or a Connect session's) errors vary
+        return frame
     return DataFrame(leaf, spark)
 
 
