@@ -121,7 +121,7 @@ class JsonEventsReader(Reader):
         if not new:
             return
         samples = (
-            self._images(spark, table, files)
+            self._images(read_event_lines(spark, table, files))
             .select(*[F.get_json_object("image", f"$['{key}']").alias(key) for key in new])
             .collect()
         )
@@ -142,19 +142,13 @@ class JsonEventsReader(Reader):
         lines: DataFrame | None = None,
     ) -> DataFrame:
         """The distinct fields (``key``) of the row images of a sample of the events."""
-        images = self._images(spark, table, files, lines)
-        return images.select(F.explode(F.json_object_keys("image")).alias("key")).distinct()
-
-    def _images(
-        self,
-        spark: SparkSession,
-        table: TableConfig,
-        files: list[str],
-        lines: DataFrame | None = None,
-    ) -> DataFrame:
-        """The row images (``image``, JSON text) of the first events, a sample."""
         if lines is None:
             lines = read_event_lines(spark, table, files)
+        images = self._images(lines)
+        return images.select(F.explode(F.json_object_keys("image")).alias("key")).distinct()
+
+    def _images(self, lines: DataFrame) -> DataFrame:
+        """The row images (``image``, JSON text) of the first events' lines, a sample."""
         lines = lines.limit(SAMPLE_ROWS)
         line = F.col(LINE_COLUMN)
         image = F.coalesce(*[F.get_json_object(line, path) for path in self.image_paths])
