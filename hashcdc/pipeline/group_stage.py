@@ -190,7 +190,9 @@ def _screened(
     }
     prefix = f"{UNION_VIEW}{group}_"
     sampled = _sampled_fields(spark, extracts, lines, f"{prefix}sample_")
-    mentioned = _placeholders_mentioned(spark, extracts, lines, f"{prefix}placeholder_")
+    mentioned = _placeholders_mentioned(
+        spark, [m for m, _ in extracts], lines, f"{prefix}placeholder_"
+    )
     return {
         m.name: Screened(files, sampled.get(m.name), mentioned.get(m.name), lines.get(m.name))
         for m, files in extracts
@@ -218,7 +220,7 @@ def _sampled_fields(
 
 def _placeholders_mentioned(
     spark: SparkSession,
-    extracts: list[tuple[TableConfig, list[str]]],
+    members: list[TableConfig],
     lines: dict[str, DataFrame],
     prefix: str,
 ) -> dict[str, bool]:
@@ -230,7 +232,7 @@ def _placeholders_mentioned(
     they are in JSON, is left out (it looks itself).
     """
     frames, mentioned = [], {}
-    for member, files in extracts:
+    for member in members:
         placeholder = member.changes.unavailable_value if member.changes is not None else None
         if placeholder is None or member.is_keyless:
             mentioned[member.name] = False
@@ -238,10 +240,9 @@ def _placeholders_mentioned(
         mentions = placeholder_mentions(member)
         if mentions is None:
             continue
-        read = lines.get(member.name)
-        if read is None:
-            read = read_event_lines(spark, member, files)
-        frames.append(read.where(mentions).limit(1).select(F.lit(member.name).alias(MEMBER_COLUMN)))
+        # Its reader's lines are its events (placeholder_mentions says none otherwise).
+        found = lines[member.name].where(mentions).limit(1)
+        frames.append(found.select(F.lit(member.name).alias(MEMBER_COLUMN)))
         mentioned[member.name] = False
     if frames:
         for row in union_all(spark, frames, prefix).collect():

@@ -134,16 +134,14 @@ class HadoopFiles:
         if statuses is None or len(statuses) == 0:
             return []
         join = self.java_class("org.apache.hadoop.util.StringUtils").join
-        paths = join(_SEPARATOR, self._iterable(self._stat2paths(statuses))).split(_SEPARATOR)
+        paths = self.java_class("org.apache.hadoop.fs.FileUtil").stat2Paths(statuses)
+        paths = join(_SEPARATOR, self._iterable(paths)).split(_SEPARATOR)
         described = join(_SEPARATOR, self._iterable(statuses)).split(_SEPARATOR)
         if len(paths) == len(described) == len(statuses):
             kinds = [_kind(path, text) for path, text in zip(paths, described, strict=True)]
             if None not in kinds:
                 return list(zip(paths, kinds, strict=True))  # type: ignore[arg-type]
         return [(status.getPath().toString(), _status_kind(status)) for status in statuses]
-
-    def _stat2paths(self, statuses: Any) -> Any:
-        return self.java_class("org.apache.hadoop.fs.FileUtil").stat2Paths(statuses)
 
     def _iterable(self, array: Any) -> Any:
         """A JVM array as a ``java.lang.Iterable`` (py4j does not pass it to ``T[]``)."""
