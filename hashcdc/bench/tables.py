@@ -9,6 +9,9 @@ dbt-duckdb peer of the same N tables (:class:`hashcdc.bench.peer.DuckdbPeer`): p
 date one ``dbt build`` of every load model and snapshot, a process timed from start to
 exit. Both current tables of one table are counted at the end. ``--group``: the N tables
 are one table group (``group: bench``): a date is one stage, one diff and one commit.
+Copies alike are read by one plan of the group's stage; ``--distinct`` renames a column
+of each copy (its config and its files' header), as tables of a database differ, so that
+each is read by a plan of its own.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ def _names(count: int) -> list[str]:
     return [f"bench_t{number:03d}" for number in range(count)]
 
 
-def _tables(commands: Commands, count: int, group: bool = False) -> list[PeerCase]:
+def _tables(
+    commands: Commands, count: int, group: bool = False, distinct: bool = False
+) -> list[PeerCase]:
     """The N tables' configs and extracts: one generated table copied under N names."""
     root = commands.root
     commands.timed(
@@ -46,26 +51,53 @@ def _tables(commands: Commands, count: int, group: bool = False) -> list[PeerCas
     if group:
         config_text += f"group: {GROUP}\n"
         (root / "tables" / f"{FIRST}.yml").write_text(config_text)
+    cases = [
+        PeerCase(FIRST, "full", root / "landing" / FIRST, yaml.safe_load(config_text)["columns"])
+    ]
     for name in _names(count)[1:]:
         shutil.copytree(root / "landing" / FIRST, root / "landing" / name)
-        (root / "tables" / f"{name}.yml").write_text(config_text.replace(FIRST, name))
-    columns = yaml.safe_load(config_text)["columns"]
-    return [PeerCase(name, "full", root / "landing" / name, columns) for name in _names(count)]
+        text = config_text.replace(FIRST, name)
+        if distinct:
+            text = _renamed(root / "landing" / name, text, name)
+        (root / "tables" / f"{name}.yml").write_text(text)
+        cases.append(
+            PeerCase(name, "full", root / "landing" / name, yaml.safe_load(text)["columns"])
+        )
+    return cases
 
 
-def run(project_dir: Path, output: Path, count: int, group: bool = False) -> dict[str, Any]:
+def _renamed(landing: Path, config_text: str, name: str) -> str:
+    """A copy's config with its first column that is no key named after the table.
+
+    The header of each of its files says the new name too; the values stay the same.
+    """
+    config = yaml.safe_load(config_text)
+    column = next(c for c in config["columns"] if not c.get("key"))
+    old, column["name"] = column["name"], f"{column['name']}_{name.rsplit('_', 1)[-1]}"
+    for file in landing.rglob("*.csv"):
+        header, _, rest = file.read_text(encoding="utf-8").partition("\n")
+        fields = [column["name"] if f == old else f for f in header.split(",")]
+        file.write_text(",".join(fields) + "\n" + rest, encoding="utf-8")
+        file.with_name(f".{file.name}.crc").unlink(missing_ok=True)
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def run(
+    project_dir: Path, output: Path, count: int, group: bool = False, distinct: bool = False
+) -> dict[str, Any]:
     """Measure, print and return the figures (also ``<output>/bench_tables.json``)."""
     commands = scratch_commands(project_dir, output, "tables_work")
     root = commands.root
-    figures: dict[str, Any] = {"tables": count, "rows": ROWS, "group": group}
-    result = output / ("bench_tables_group.json" if group else "bench_tables.json")
+    figures: dict[str, Any] = {"tables": count, "rows": ROWS, "group": group, "distinct": distinct}
+    kind = ("_group" if group else "") + ("_distinct" if distinct else "")
+    result = output / f"bench_tables{kind}.json"
 
     def save() -> None:
         """Write what is measured so far: a long run's figures can be read as it goes."""
         result.write_text(json.dumps(figures, indent=2) + "\n")
 
     try:
-        cases = _tables(commands, count, group)
+        cases = _tables(commands, count, group, distinct)
         commands.timed("generate")
         commands.timed("engine", "stop")
         for day, business_date in enumerate(DATES, start=1):
@@ -91,6 +123,8 @@ def markdown(figures: dict[str, Any]) -> str:
     tables = f"{figures['tables']} tables of {figures['rows']:,} rows"
     if figures.get("group"):
         tables += " in one group"
+    if figures.get("distinct"):
+        tables += ", each of its own columns"
     rows = [
         (f"{tables}, day 1 (loads; a cold engine's start included)", figures["day1_s"],
          figures["peer_day1_s"], "—"),

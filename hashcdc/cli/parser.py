@@ -444,6 +444,12 @@ def bench_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --tables: the N tables in one table group (group: bench)",
     )
     parser.add_argument(
+        "--distinct",
+        action="store_true",
+        help="with --tables: each table's columns named its own (a column renamed in its "
+        "config and its files), so no two tables of a group share one plan",
+    )
+    parser.add_argument(
         "--formats",
         action="store_true",
         help="only measure Delta Lake and Iceberg on the state's shape (a typical day's MERGE)",

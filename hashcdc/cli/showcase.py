@@ -162,7 +162,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         # deferred: the bench's modules load only for the commands that use them
         from hashcdc.bench import tables as tables_bench
 
-        figures = tables_bench.run(project_dir, output, args.tables, group=args.group)
+        figures = tables_bench.run(
+            project_dir, output, args.tables, group=args.group, distinct=args.distinct
+        )
         return _reported(tables_bench.markdown(figures), args)
     if args.capture:
         # deferred: Spark's modules load only for the commands that use them

@@ -14,6 +14,7 @@ config's) is refused, not the group: the others run (:mod:`hashcdc.groups.outcom
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 from functools import reduce
 from typing import Any
@@ -51,6 +52,24 @@ TRAILING = ("business_date", SOURCE_FILE, ROW_ERRORS, *REJECT_DETAIL_COLUMNS)
 BUILDERS = 8
 # The temporary views a group's stage unions (one per member, replaced by the next date's).
 UNION_VIEW = "hashcdc_group_member_"
+# A table's settings its stage's plan does not use: members differing only in these (and
+# their names and locations) are read by one plan.
+NOT_IN_STAGE = (
+    "name",
+    "description",
+    "config_file",
+    "expected_counts_seed",
+    "enabled",
+    "history_retention_days",
+    "rejects_retention_days",
+    "max_delete_fraction",
+    "max_reject_fraction",
+    "max_rejects",
+    "changelog",
+    "slo",
+    "retry_for",
+    "sensitive_grants",
+)
 
 
 def _own_columns(is_feed: bool) -> tuple[str, ...]:
@@ -58,23 +77,35 @@ def _own_columns(is_feed: bool) -> tuple[str, ...]:
     return (*[c.name for c in HASH_COLUMNS], *(EVENT_COLUMNS if is_feed else ()))
 
 
-def on_slots(frame: DataFrame, member: str, slot_map: SlotMap, is_feed: bool = False) -> DataFrame:
-    """A member's stage rows with its columns on the group's slots (unused slots null)."""
+def on_slots(
+    frame: DataFrame,
+    member: str,
+    slot_map: SlotMap,
+    is_feed: bool = False,
+    named_by: Column | None = None,
+) -> DataFrame:
+    """A member's stage rows with its columns on the group's slots (unused slots null).
+
+    ``named_by``: the rows are of several members placed as ``member`` is, each named by
+    this column (:func:`_read_together`).
+    """
     placed = {p.slot.name: p.column for p in slot_map.of(member)}
     slots = tuple((s.name, s.data_type) for s in slot_map.slots)
+    if named_by is not None:
+        return frame.select(*_slot_projection(named_by, placed, slots, is_feed))
     return selected(
         frame,
         ("on_slots", member, slots, tuple(sorted(placed.items())), is_feed),
-        lambda: _slot_projection(member, placed, slots, is_feed),
+        lambda: _slot_projection(F.lit(member), placed, slots, is_feed),
     )
 
 
 def _slot_projection(
-    member: str, placed: dict[str, str], slots: tuple[tuple[str, str], ...], is_feed: bool
+    member: Column, placed: dict[str, str], slots: tuple[tuple[str, str], ...], is_feed: bool
 ) -> list[Column | str]:
     """:func:`on_slots`' projection: the member's name, its slots, the stage's own columns."""
     return [
-        F.lit(member).alias(MEMBER_COLUMN),
+        member.alias(MEMBER_COLUMN),
         *[
             (F.col(placed[name]) if name in placed else F.lit(None)).cast(data_type).alias(name)
             for name, data_type in slots
@@ -143,10 +174,50 @@ def group_stage(
             return None
         return on_slots(frame, member.name, slot_map, group.is_feed)
 
+    def fits(member: TableConfig) -> bool:
+        try:
+            extract = screened[member.name]
+            table_reader(member).check_extract(spark, member, extract.files, date, extract.sampled)
+        except InputDataError as refusal:
+            outcomes.refuse(group.name, date, member.name, str(refusal))
+            return False
+        return True
+
+    def together_frame(alike: list[TableConfig], named_by: Column) -> DataFrame | None:
+        alike = [m for m in alike if fitting[m.name]]
+        if not alike:
+            return None
+        files = [f for m in alike for f in screened[m.name].files]
+        first = alike[0]
+        lines = None
+        if screened[first.name].lines is not None:
+            lines = read_event_lines(spark, first, files)
+        try:
+            frame = typecast_and_hash(
+                spark,
+                first.to_dict(),
+                date,
+                command=command,
+                prior=PriorState(None, deferred=True),
+                screened=Screened(files, placeholders=False, lines=lines, checked=True),
+            )
+        except InputDataError as refusal:
+            for member in alike:
+                outcomes.refuse(group.name, date, member.name, str(refusal))
+            return None
+        return on_slots(frame, first.name, slot_map, group.is_feed, named_by)
+
+    def unit_frame(unit: tuple[list[TableConfig], Column | None]) -> DataFrame | None:
+        alike, named_by = unit
+        return member_frame(alike[0]) if named_by is None else together_frame(alike, named_by)
+
+    units = _read_together(members, screened, slot_map)
     # Building a member's DataFrame is thousands of calls into the JVM, each waiting on
     # its answer: side by side, the waits overlap (py4j gives each thread its own).
     with ThreadPoolExecutor(BUILDERS) as pool:
-        frames = [f for f in pool.map(member_frame, members) if f is not None]
+        together = [m for alike, named_by in units if named_by is not None for m in alike]
+        fitting = dict(zip([m.name for m in together], pool.map(fits, together), strict=True))
+        frames = [f for f in pool.map(unit_frame, units) if f is not None]
     if not frames:
         raise InputDataError("\n".join(outcomes.refused(group.name, date).values()))
     stage = union_all(spark, frames, f"{UNION_VIEW}{group.name}_")
@@ -155,6 +226,48 @@ def group_stage(
     partitioned = transport_of(members[0]).partitioned
     marked = prior.mark_new_events(stage.drop("is_new_event"), partitioned, (MEMBER_COLUMN,))
     return marked.select(*stage.columns)
+
+
+def _read_together(
+    members: list[TableConfig], screened: dict[str, Screened], slot_map: SlotMap
+) -> list[tuple[list[TableConfig], Column | None]]:
+    """The members whose stage is one plan over their files, each with what names a row's.
+
+    Members whose configs differ only in what the stage's plan does not use (their names,
+    locations, limits, retention: :data:`NOT_IN_STAGE`) and whose columns sit on the same
+    slots are read, cast and hashed by one plan, as one table whose rows are named by the
+    member their file is of (their transport's ``source_member``). A member alone, one
+    that marks its own events (its unavailable-value placeholder is mentioned), or one
+    whose transport cannot tell the files apart builds its own plan (``None``).
+    """
+    alike: dict[str, list[TableConfig]] = {}
+    units: list[tuple[list[TableConfig], Column | None]] = []
+    for member in members:
+        if screened[member.name].placeholders is not False:
+            units.append(([member], None))
+            continue
+        alike.setdefault(_stage_signature(member, slot_map), []).append(member)
+    for kind in alike.values():
+        named_by = None
+        if len(kind) > 1:
+            files = {m.name: screened[m.name].files for m in kind}
+            named_by = transport_of(kind[0]).source_member(files)
+        if named_by is None:
+            units += [([m], None) for m in kind]
+        else:
+            units.append((kind, named_by))
+    return units
+
+
+def _stage_signature(member: TableConfig, slot_map: SlotMap) -> str:
+    """What a member's stage plan is built of (its files aside), as text to compare."""
+    plan = {k: v for k, v in member.to_dict().items() if k not in NOT_IN_STAGE}
+    plan["source"] = {**plan["source"], "path": None}
+    plan["columns"] = [{k: v for k, v in c.items() if k != "description"} for c in plan["columns"]]
+    if plan["source"].get("database"):  # where capture reads it, not how it is read here
+        plan["source"]["database"] = {**plan["source"]["database"], "table": None, "query": None}
+    placed = [(p.column, p.slot.name) for p in slot_map.of(member.name)]
+    return json.dumps([plan, placed], sort_keys=True, default=str)
 
 
 def _screened(

@@ -132,13 +132,15 @@ class Screened:
     none); ``placeholders``: whether a change feed's events mention the unavailable-value
     placeholder (None: not looked at, the feed looks itself); ``lines``: the files' lines,
     read once for the sample, the placeholder's scan and the events (None: its reader's
-    lines are not its events).
+    lines are not its events); ``checked``: the files were checked already (those of
+    several members read by one plan, each checked against its own config).
     """
 
     files: list[str]
     sampled: list[str] | None = None
     placeholders: bool | None = None
     lines: DataFrame | None = None
+    checked: bool = False
 
 
 def typecast_and_hash(
@@ -204,7 +206,8 @@ def typecast_and_hash(
         files = checked_extract(spark, table, date, date_command(command, date))
     else:
         files = screened.files
-        table_reader(table).check_extract(spark, table, files, date, screened.sampled)
+        if not screened.checked:
+            table_reader(table).check_extract(spark, table, files, date, screened.sampled)
     if schema and prepare:
         # Recorded before the column is added: a run killed in between knows it next time.
         record_additions(spark, schema, table, inferred, date)

@@ -638,48 +638,6 @@ def test_tables_that_ran_on_their_own_join_a_group(
     assert "ledgers_state" not in {r["tableName"] for r in project.rows("show tables")}
 
 
-def test_a_group_of_delta_extracts(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    """Delta extracts in one group: a key a date does not supply is kept (X), per table."""
-    configs = {
-        "stock": {
-            "columns": [
-                {"name": "item", "type": "int", "key": True},
-                {"name": "qty", "type": "int"},
-            ]
-        },
-        "prices": {
-            "columns": [
-                {"name": "sku", "type": "string", "key": True},
-                {"name": "price", "type": "decimal(8,2)"},
-            ]
-        },
-    }
-    extracts = {
-        "stock": {D1: [[1, 10], [2, 20], [3, 30]], D2: [[2, 25], [4, 40]]},
-        "prices": {D1: [["a", "1.00"], ["b", "2.00"]], D2: [["a", "1.00"]]},
-    }
-    _configure(project, {name: _config(name, configs, "shop", "delta") for name in configs})
-    for name, dates in extracts.items():
-        for date, rows in dates.items():
-            header = [c["name"] for c in configs[name]["columns"]]
-            project.write_csv(f"landing/{name}/{date}/part.csv", header, rows)
-    code, out = _run(project, capsys, "run", "--date", D1, D2)
-    assert code == 0, out[-3000:]
-    counts = _counts(project, D2)
-    # Each table's keys not supplied are its own X: its previous W row's rows less the
-    # keys the date supplied.
-    assert counts["stock"] == (2, 0, 1, 1, 0, 2, 0, "success")
-    assert counts["prices"] == (1, 0, 0, 0, 0, 1, 1, "success")
-    assert _current(project, "stock", "item, qty, operation") == {
-        (1, 10, "X"), (2, 25, "U"), (3, 30, "X"), (4, 40, "I"),
-    }  # fmt: skip
-    assert _current(project, "prices", "sku, operation") == {("a", "N"), ("b", "X")}
-    history = project.rows(
-        f"select item, operation from stock_history where business_date = '{D2}'"
-    )
-    assert sorted((r["item"], r["operation"]) for r in history) == [(2, "U"), (4, "I")]
-
-
 def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """Two change feeds in one group: each member its own keys, truncates and watermark.
 
@@ -767,3 +725,107 @@ def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str
     assert _query(project, capsys, "select code from tags_current order by code", D1) == [
         ["a"], ["b"], ["c"],
     ]  # fmt: skip
+
+
+def test_a_group_of_delta_extracts_alike(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Delta extracts in one group, members alike read as one: X, rejects, refusals per table.
+
+    Three shards of an orders table, each in a folder of its own (one named with a space
+    and a plus, which Spark writes escaped), and two stock tables whose files share a
+    folder. Members whose configs differ only in names, places and limits are read, cast
+    and hashed by one plan, and every row still goes to its own table: a key a date does
+    not supply is kept (X) from the table's own previous rows, its rejects, counts and
+    refusals are its own.
+    """
+    orders = [
+        {"name": "order_id", "type": "bigint", "key": True},
+        {"name": "amount", "type": "decimal(10,2)"},
+        {"name": "placed", "type": "date"},
+    ]
+    stock = [{"name": "item", "type": "int", "key": True}, {"name": "qty", "type": "int"}]
+    sources = {
+        "orders_eu": "landing/eu shard+1/{business_date}",
+        "orders_us": "landing/orders_us/{business_date}",
+        "orders_ap": "landing/orders_ap/{business_date}",
+        "stock_a": "landing/stock/{business_date}/a.csv",
+        "stock_b": "landing/stock/{business_date}/b.csv",
+    }
+    configs = {
+        name: {
+            "name": name,
+            "extract_type": "delta",
+            "group": "shards",
+            "source": source,
+            "columns": orders if name.startswith("orders") else stock,
+            # A limit is not part of the stage's plan: orders_us is still read with the others.
+            **({"max_reject_fraction": 0.5} if name == "orders_us" else {}),
+        }
+        for name, source in sources.items()
+    }
+    _configure(project, configs)
+    order_header = [c["name"] for c in orders]
+    extracts = {
+        D1: {
+            "orders_eu": [[1, "1.00", D1], [2, "2.00", D1]],
+            "orders_us": [[1, "5.00", D1], [2, "bad", D1], [3, "7.00", D1]],
+            "orders_ap": [[9, "9.00", D1]],
+            "stock_a": [[1, 10], [2, 20]],
+            "stock_b": [[1, 100]],
+        },
+        D2: {
+            "orders_eu": [[1, "1.50", D1], [3, "3.00", D2]],
+            "orders_ap": [[9, "9.00", D1]],
+            "stock_a": [[1, 10], [2, 21]],
+            "stock_b": [[1, 100], [2, 200]],
+        },
+    }
+    for date, tables in extracts.items():
+        for name, rows in tables.items():
+            place = sources[name].format(business_date=date)
+            file = place if place.endswith(".csv") else f"{place}/part.csv"
+            project.write_csv(
+                file, order_header if name.startswith("orders") else ["item", "qty"], rows
+            )
+    # orders_us's second extract has another header: it alone is refused.
+    project.write_csv(f"landing/orders_us/{D2}/part.csv", ["order_id", "amount", "when"], [])
+
+    code, out = _run(project, capsys, "run", "--date", D1)
+    assert code == 0, out[-3000:]
+    assert _counts(project, D1) == {
+        "orders_ap": (1, 0, 1, 0, 0, 0, 0, "success"),
+        "orders_eu": (2, 0, 2, 0, 0, 0, 0, "success"),
+        "orders_us": (3, 1, 2, 0, 0, 0, 0, "warn"),
+        "stock_a": (2, 0, 2, 0, 0, 0, 0, "success"),
+        "stock_b": (1, 0, 1, 0, 0, 0, 0, "success"),
+    }
+    # One branch a set of members alike: two, where each member's own made five.
+    views = {r["viewName"] for r in project.rows("show views")}
+    assert {"hashcdc_group_member_shards_0", "hashcdc_group_member_shards_1"} <= views
+    assert "hashcdc_group_member_shards_2" not in views
+    [rejected] = project.rows("select line_number, raw_values, source_file from orders_us_rejects")
+    assert (rejected["line_number"], rejected["raw_values"]["amount"]) == (3, "bad")
+    assert rejected["source_file"].endswith(f"orders_us/{D1}/part.csv")
+
+    code, out = _run(project, capsys, "run", "--date", D2)
+    assert code != 0
+    assert "table 'orders_us'" in out and "when" in out, out[-3000:]
+    # Each table's keys not supplied are its own X: its previous rows less the date's keys.
+    assert _counts(project, D2) == {
+        "orders_ap": (1, 0, 0, 0, 0, 0, 1, "success"),
+        "orders_eu": (2, 0, 1, 1, 0, 1, 0, "success"),
+        "stock_a": (2, 0, 0, 1, 0, 0, 1, "success"),
+        "stock_b": (2, 0, 1, 0, 0, 0, 1, "success"),
+    }
+    assert _current(project, "orders_eu", "order_id, amount, operation") == {
+        (1, Decimal("1.50"), "U"), (2, Decimal("2.00"), "X"), (3, Decimal("3.00"), "I"),
+    }  # fmt: skip
+    history = project.rows(
+        f"select order_id, operation from orders_eu_history where business_date = '{D2}'"
+    )
+    assert sorted((r["order_id"], r["operation"]) for r in history) == [(1, "U"), (3, "I")]
+    assert _current(project, "orders_us", "order_id, amount") == {
+        (1, Decimal("5.00")), (3, Decimal("7.00")),
+    }  # fmt: skip
+    assert _current(project, "orders_ap", "order_id") == {(9,)}
+    assert _current(project, "stock_a", "item, qty") == {(1, 10), (2, 21)}
+    assert _current(project, "stock_b", "item, qty") == {(1, 100), (2, 200)}

@@ -145,6 +145,15 @@ class Transport:
         del spark, locations
         return []
 
+    def source_member(self, locations: dict[str, list[str]]) -> Column | None:
+        """Which table a row read from several tables' locations at once came from.
+
+        ``locations``: each table's; a column over the rows' ``_source_file``. None: the
+        transport cannot tell them apart, so each table reads its own.
+        """
+        del locations
+        return None
+
     def watch(
         self, spark: SparkSession, table: TableConfig, project_dir: Path, limits: StreamLimits
     ) -> Watch:

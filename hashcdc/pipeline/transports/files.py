@@ -32,6 +32,9 @@ DATE_PLACEHOLDER = "{business_date}"
 DATE_PATTERN = re.compile(r"\d{4}-\d{2}-\d{2}")
 # A landed file's name, size and modification time: a date's files changed when these did.
 Signature = tuple[tuple[str, int, int], ...]
+# The files tables sharing folders may name to be read as one (each a key of a map in the
+# plan); past it, each table reads its own.
+NAMED_FILES = 1000
 
 
 def resolve_source_path(table: TableConfig, business_date: str) -> str:
@@ -181,6 +184,34 @@ class Files(Transport):
         return spark.read.text(locations).select(
             F.col("value").alias(LINE_COLUMN), *position_columns()
         )
+
+    def source_member(self, locations: dict[str, list[str]]) -> Column | None:
+        """The table of a row's file: by its folder, by the file where tables share one.
+
+        Spark names a row's file as a URI (``_metadata.file_path``, escaped), a listing as
+        a path: the escapes are undone before it is looked up (a ``+`` is no space in a
+        URI). A row of none of the tables fails the query naming its file, never left out.
+        None when tables share folders and name more than :data:`NAMED_FILES` files.
+        """
+        folders: dict[str, str] = {}
+        for table, files in locations.items():
+            for file in files:
+                folders.setdefault(file.rsplit("/", 1)[0], table)
+        path = F.url_decode(F.replace(F.col(SOURCE_FILE), F.lit("+"), F.lit("%2B")))
+        by_folder = all(
+            folders[f.rsplit("/", 1)[0]] == t for t, fs in locations.items() for f in fs
+        )
+        if by_folder:
+            named, key = folders, F.regexp_extract(path, r"^(.*)/[^/]*$", 1)
+        elif sum(map(len, locations.values())) <= NAMED_FILES:
+            named, key = {f: t for t, fs in locations.items() for f in fs}, path
+        else:
+            return None
+        found = F.try_element_at(
+            F.create_map(*[F.lit(part) for item in sorted(named.items()) for part in item]), key
+        )
+        unknown = F.concat(F.lit("hashcdc: a row of none of the tables read: "), F.col(SOURCE_FILE))
+        return F.coalesce(found, F.raise_error(unknown))
 
     def within_date(self, table: TableConfig, locations: list[str], commit_ms: Column) -> Column:
         """A date's files hold the date's events."""
