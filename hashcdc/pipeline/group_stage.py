@@ -262,10 +262,13 @@ def _read_together(
 def _stage_signature(member: TableConfig, slot_map: SlotMap) -> str:
     """What a member's stage plan is built of (its files aside), as text to compare."""
     plan = {k: v for k, v in member.to_dict().items() if k not in NOT_IN_STAGE}
-    plan["source"] = {**plan["source"], "path": None}
     plan["columns"] = [{k: v for k, v in c.items() if k != "description"} for c in plan["columns"]]
-    if plan["source"].get("database"):  # where capture reads it, not how it is read here
-        plan["source"]["database"] = {**plan["source"]["database"], "table": None, "query": None}
+    # Where a member's extract is (its folder, its topic, its captured table) is its own.
+    source = plan["source"] = {**plan["source"], "path": None}
+    if source.get("kafka"):
+        source["kafka"] = {**source["kafka"], "topic": None}
+    if source.get("database"):
+        source["database"] = {**source["database"], "table": None, "query": None}
     placed = [(p.column, p.slot.name) for p in slot_map.of(member.name)]
     return json.dumps([plan, placed], sort_keys=True, default=str)
 

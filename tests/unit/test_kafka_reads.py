@@ -15,6 +15,8 @@ from hashcdc.pipeline.transports.kafka import (
     TopicRead,
     check_reachable,
     date_start_ms,
+    one_relation,
+    spark_offsets,
 )
 
 
@@ -86,3 +88,19 @@ def test_a_date_is_bounded_in_the_tables_time_zone() -> None:
     assert date_in_zone(committed, "UTC") == "2024-03-02"
     assert date_in_zone(committed, "America/New_York") == "2024-03-01"
     assert date_in_zone(committed, "Asia/Tokyo") == "2024-03-02"
+
+
+def test_reads_of_several_topics_are_one_relation_when_they_start_and_end_alike() -> None:
+    batch = [
+        TopicRead("a", "2024-05-01", {0: 1}, {0: 5}),
+        TopicRead("b", "2024-05-01", {0: 0, 1: 2}, {0: 3, 1: 2}),
+    ]
+    window = [TopicRead("a", "2024-05-01"), TopicRead("b", "2024-05-01")]
+    assert one_relation(batch) and one_relation(window)
+    assert (
+        spark_offsets({r.topic: r.start for r in batch}) == '{"a": {"0": 1}, "b": {"0": 0, "1": 2}}'
+    )
+    # A topic twice, one read to the end and one to offsets, or two dates' windows: not one.
+    assert not one_relation([batch[0], TopicRead("a", "2024-05-01", {0: 5}, {0: 9})])
+    assert not one_relation([batch[0], TopicRead("b", "2024-05-01", {0: 0}, None)])
+    assert not one_relation([window[0], TopicRead("b", "2024-05-02")])

@@ -149,7 +149,8 @@ class Transport:
         """Which table a row read from several tables' locations at once came from.
 
         ``locations``: each table's; a column over the rows' ``_source_file``. None: the
-        transport cannot tell them apart, so each table reads its own.
+        transport cannot tell them apart, or read them in one relation, so each table
+        reads its own.
         """
         del locations
         return None
@@ -166,3 +167,15 @@ class Transport:
 
     def __repr__(self) -> str:
         return f"<transport {self.name}>"
+
+
+def looked_up(names: dict[str, str], key: Column, source_file: Column) -> Column:
+    """The table ``names`` gives a row's ``key``; a row of none fails, naming its source.
+
+    A row is never left out unnamed: the query stops with its file (or topic).
+    """
+    from pyspark.sql import functions as F  # noqa: N812, PLC0415 - Spark loads with the stage
+
+    table = F.create_map(*[F.lit(part) for item in sorted(names.items()) for part in item])
+    unknown = F.concat(F.lit("hashcdc: a row of none of the tables read: "), source_file)
+    return F.coalesce(F.try_element_at(table, key), F.raise_error(unknown))

@@ -24,7 +24,13 @@ from hashcdc.config import TableConfig
 from hashcdc.errors import HashcdcError, InputDataError
 from hashcdc.pipeline.columns import BLOCK_START, LINE_COLUMN, ROW_ID, SOURCE_FILE
 from hashcdc.pipeline.evolution.schema_changes import SCHEMA_FILE_PREFIX
-from hashcdc.pipeline.transports.base import StreamLimits, StreamRead, Transport, Watch
+from hashcdc.pipeline.transports.base import (
+    StreamLimits,
+    StreamRead,
+    Transport,
+    Watch,
+    looked_up,
+)
 from hashcdc.runtime.hadoop import HadoopFiles, resolve_location
 from hashcdc.state.versions import DateVersion, local_location
 
@@ -207,11 +213,7 @@ class Files(Transport):
             named, key = {f: t for t, fs in locations.items() for f in fs}, path
         else:
             return None
-        found = F.try_element_at(
-            F.create_map(*[F.lit(part) for item in sorted(named.items()) for part in item]), key
-        )
-        unknown = F.concat(F.lit("hashcdc: a row of none of the tables read: "), F.col(SOURCE_FILE))
-        return F.coalesce(found, F.raise_error(unknown))
+        return looked_up(named, key, F.col(SOURCE_FILE))
 
     def within_date(self, table: TableConfig, locations: list[str], commit_ms: Column) -> Column:
         """A date's files hold the date's events."""

@@ -42,7 +42,13 @@ from hashcdc.pipeline.columns import (
     ROW_ID,
     SOURCE_FILE,
 )
-from hashcdc.pipeline.transports.base import StreamLimits, StreamRead, Transport, Watch
+from hashcdc.pipeline.transports.base import (
+    StreamLimits,
+    StreamRead,
+    Transport,
+    Watch,
+    looked_up,
+)
 from hashcdc.state.versions import DateVersion
 
 SCHEME = "kafka://"
@@ -89,9 +95,6 @@ class TopicRead:
         topic, date = f"{parts.netloc}{parts.path}".rsplit("/", 1)
         since = int(query["since"][0]) if "since" in query else None
         return cls(topic, date, offsets("start"), offsets("end"), since)
-
-    def _spark_offsets(self, offsets: Offsets) -> str:
-        return json.dumps({self.topic: {str(p): o for p, o in offsets.items()}})
 
 
 def topic_location(table: TableConfig, business_date: str) -> str:
@@ -236,23 +239,20 @@ def read_topic_lines(
         .option("subscribe", ",".join(dict.fromkeys(read.topic for read in reads)))
         .options(**{f"kafka.{name}": value for name, value in kafka.options.items()})
     )
-    [read, *others] = reads
-    if others:
-        assert all(r.start is not None and r.end is None for r in reads), locations
-        starts = {r.topic: {str(p): o for p, o in (r.start or {}).items()} for r in reads}
-        reader = reader.option("startingOffsets", json.dumps(starts))
+    read = reads[0]
+    assert one_relation(reads), locations
+    if read.start is not None:
+        reader = reader.option("startingOffsets", spark_offsets({r.topic: r.start for r in reads}))
     else:
         since = read.since
         if since is None and read.business_date != ANY_DATE:
             since = date_start_ms(table, read.business_date)
-        if read.start is not None:
-            reader = reader.option("startingOffsets", read._spark_offsets(read.start))
-        elif since is not None:
+        if since is not None:
             reader = reader.option("startingTimestamp", str(since)).option(
                 "startingOffsetsByTimestampStrategy",
                 "latest",  # none that late: nothing to read
             )
-    end = read._spark_offsets(read.end) if read.end is not None else "latest"
+    end = spark_offsets({r.topic: r.end for r in reads}) if read.end is not None else "latest"
     records = reader.option("endingOffsets", end).load()
     return records.where(F.col("value").isNotNull()).select(
         F.col("value").cast("string").alias(line_column),
@@ -262,6 +262,32 @@ def read_topic_lines(
         F.lit(0).cast("bigint").alias(BLOCK_START),
         F.col("offset").alias(ROW_ID),
     )
+
+
+def one_relation(reads: list[TopicRead]) -> bool:
+    """Whether reads are one relation of Spark's Kafka source: one start and end for all.
+
+    Each of its own topic, and all from offsets (to offsets, or all to the latest), or all
+    of one date's window from one time.
+    """
+    read = reads[0]
+    return (
+        len({r.topic for r in reads}) == len(reads)
+        and all((r.start is None) == (read.start is None) for r in reads)
+        and all((r.end is None) == (read.end is None) for r in reads)
+        and (
+            read.start is not None
+            or all(
+                (r.business_date, r.since, r.end) == (read.business_date, read.since, None)
+                for r in reads
+            )
+        )
+    )
+
+
+def spark_offsets(offsets: dict[str, Offsets | None]) -> str:
+    """Offsets per topic and partition, as Spark's Kafka source takes them (JSON)."""
+    return json.dumps({t: {str(p): o for p, o in (o or {}).items()} for t, o in offsets.items()})
 
 
 def in_date(table: TableConfig, location: str, commit_ms: Column) -> Column:
@@ -486,6 +512,19 @@ class Kafka(Transport):
     def within_date(self, table: TableConfig, locations: list[str], commit_ms: Column) -> Column:
         """Committed before the read's date ends (:func:`in_date`)."""
         return in_date(table, locations[0], commit_ms)
+
+    def source_member(self, locations: dict[str, list[str]]) -> Column | None:
+        """The table of a record, by its topic, when the tables' reads are one relation.
+
+        They are when each table reads a topic of its own, all from offsets to offsets (a
+        micro-batch's) or all of one date's window (:func:`one_relation`).
+        """
+        reads = {table: [TopicRead.parse(at) for at in where] for table, where in locations.items()}
+        if not one_relation([read for each in reads.values() for read in each]):
+            return None
+        topics = {read.topic: table for table, each in reads.items() for read in each}
+        topic = F.regexp_extract(F.col(SOURCE_FILE), f"^{SCHEME}(.*)/[0-9]+$", 1)
+        return looked_up(topics, topic, F.col(SOURCE_FILE))
 
     def partition(self, source_file: Column) -> Column:
         """The record's partition (:func:`partition_of`)."""
