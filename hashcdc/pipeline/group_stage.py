@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Any
 
@@ -147,13 +148,13 @@ def group_stage(
     if not members:
         raise InputDataError(f"group '{group.name}': no table of it runs {date} (paused or held)")
 
-    screened = _screened(spark, group.name, members, date, command)
+    screened, units = _screened(spark, group.name, members, date, command, slot_map)
     members = [m for m in members if m.name in screened]
     prior = _prior_state(spark, schema, group, date, command, [m.name for m in members])
     # A member whose events fill unavailable values marks them itself (the fill reads
     # which are new); the group marks every member's in one pass after the union.
     priors = {
-        m.name: prior.of_member(m.name)
+        m.name: _member_prior(prior, m.name, slot_map)
         if screened[m.name].placeholders is not False
         else PriorState(None, deferred=True)
         for m in members
@@ -183,15 +184,16 @@ def group_stage(
             return False
         return True
 
-    def together_frame(alike: list[TableConfig], named_by: Column) -> DataFrame | None:
-        alike = [m for m in alike if fitting[m.name]]
+    def together_frame(unit: Together) -> DataFrame | None:
+        alike = [m for m in unit.members if fitting[m.name]]
         if not alike:
             return None
         files = [f for m in alike for f in screened[m.name].files]
-        first = alike[0]
-        lines = None
-        if screened[first.name].lines is not None:
-            lines = read_event_lines(spark, first, files)
+        first, named_by = alike[0], unit.named_by
+        assert named_by is not None
+        lines = unit.lines
+        if lines is not None:  # read for all the kind: of these members only
+            lines = lines.where(named_by.isin(*[m.name for m in alike]))
         try:
             frame = typecast_and_hash(
                 spark,
@@ -207,15 +209,13 @@ def group_stage(
             return None
         return on_slots(frame, first.name, slot_map, group.is_feed, named_by)
 
-    def unit_frame(unit: tuple[list[TableConfig], Column | None]) -> DataFrame | None:
-        alike, named_by = unit
-        return member_frame(alike[0]) if named_by is None else together_frame(alike, named_by)
+    def unit_frame(unit: Together) -> DataFrame | None:
+        return member_frame(unit.members[0]) if unit.named_by is None else together_frame(unit)
 
-    units = _read_together(members, screened, slot_map)
     # Building a member's DataFrame is thousands of calls into the JVM, each waiting on
     # its answer: side by side, the waits overlap (py4j gives each thread its own).
     with ThreadPoolExecutor(BUILDERS) as pool:
-        together = [m for alike, named_by in units if named_by is not None for m in alike]
+        together = [m for unit in units if unit.named_by is not None for m in unit.members]
         fitting = dict(zip([m.name for m in together], pool.map(fits, together), strict=True))
         frames = [f for f in pool.map(unit_frame, units) if f is not None]
     if not frames:
@@ -228,34 +228,43 @@ def group_stage(
     return marked.select(*stage.columns)
 
 
+@dataclass(frozen=True)
+class Together:
+    """Members whose stage is one plan over their extracts (a member alone: its own plan).
+
+    ``named_by``: what names a row's member, from its source (None: one member);
+    ``lines``: their files' lines, read once for the checks' scans and the events (None:
+    their reader's lines are not its events).
+    """
+
+    members: list[TableConfig]
+    named_by: Column | None = None
+    lines: DataFrame | None = None
+
+
 def _read_together(
-    members: list[TableConfig], screened: dict[str, Screened], slot_map: SlotMap
-) -> list[tuple[list[TableConfig], Column | None]]:
-    """The members whose stage is one plan over their files, each with what names a row's.
+    extracts: list[tuple[TableConfig, list[str]]], slot_map: SlotMap
+) -> list[Together]:
+    """The members read, cast and hashed by one plan, and what names a row's member.
 
     Members whose configs differ only in what the stage's plan does not use (their names,
-    locations, limits, retention: :data:`NOT_IN_STAGE`) and whose columns sit on the same
-    slots are read, cast and hashed by one plan, as one table whose rows are named by the
-    member their file is of (their transport's ``source_member``). A member alone, one
-    that marks its own events (its unavailable-value placeholder is mentioned), or one
-    whose transport cannot tell the files apart builds its own plan (``None``).
+    places, limits, retention: :data:`NOT_IN_STAGE`) and whose columns sit on the same
+    slots are read as one table whose rows are named by the member their file (topic) is
+    of (their transport's ``source_member``). A member alone of its kind, or of a kind
+    whose transport cannot tell the files apart, builds its own plan.
     """
-    alike: dict[str, list[TableConfig]] = {}
-    units: list[tuple[list[TableConfig], Column | None]] = []
-    for member in members:
-        if screened[member.name].placeholders is not False:
-            units.append(([member], None))
-            continue
-        alike.setdefault(_stage_signature(member, slot_map), []).append(member)
-    for kind in alike.values():
+    kinds: dict[str, list[tuple[TableConfig, list[str]]]] = {}
+    for member, files in extracts:
+        kinds.setdefault(_stage_signature(member, slot_map), []).append((member, files))
+    units = []
+    for kind in kinds.values():
         named_by = None
         if len(kind) > 1:
-            files = {m.name: screened[m.name].files for m in kind}
-            named_by = transport_of(kind[0]).source_member(files)
+            named_by = transport_of(kind[0][0]).source_member({m.name: f for m, f in kind})
         if named_by is None:
-            units += [([m], None) for m in kind]
+            units += [Together([m]) for m, _ in kind]
         else:
-            units.append((kind, named_by))
+            units.append(Together([m for m, _ in kind], named_by))
     return units
 
 
@@ -279,13 +288,16 @@ def _screened(
     members: list[TableConfig],
     date: str,
     command: dict[str, Any] | None,
-) -> dict[str, Screened]:
-    """Each member's locations, and what its checks read of them, for all members at once.
+    slot_map: SlotMap,
+) -> tuple[dict[str, Screened], list[Together]]:
+    """Each member's locations and what its checks read of them; the members read together.
 
     The locations are listed side by side (a member without an extract is refused, left
     out); the fields a sample of each member's rows carries, and whether a feed's events
     mention its unavailable-value placeholder, are one query each over every member's
-    files, not one per member.
+    files, not one per member, and members read together are scanned together. A member
+    whose events mention the placeholder fills them from its own prior rows: it builds
+    its own plan.
     """
     asked = date_command(command, date)
 
@@ -298,36 +310,68 @@ def _screened(
 
     with ThreadPoolExecutor(BUILDERS) as pool:
         extracts = [(m, files) for m, files in pool.map(listed, members) if files is not None]
-    # Each member's lines are read once: its sample, its placeholder scan and its events.
-    lines = {
-        m.name: read_event_lines(spark, m, files)
-        for m, files in extracts
-        if table_reader(m).line_holds_event
-    }
+    files = {m.name: f for m, f in extracts}
+    # A unit's lines are read once: its placeholder scan, its events (alone: its sample).
+    units = [
+        replace(
+            unit,
+            lines=read_event_lines(
+                spark, unit.members[0], [f for m in unit.members for f in files[m.name]]
+            ),
+        )
+        if table_reader(unit.members[0]).line_holds_event
+        else unit
+        for unit in _read_together(extracts, slot_map)
+    ]
     prefix = f"{UNION_VIEW}{group}_"
-    sampled = _sampled_fields(spark, extracts, lines, f"{prefix}sample_")
-    mentioned = _placeholders_mentioned(
-        spark, [m for m, _ in extracts], lines, f"{prefix}placeholder_"
-    )
-    return {
-        m.name: Screened(files, sampled.get(m.name), mentioned.get(m.name), lines.get(m.name))
-        for m, files in extracts
+    sampled = _sampled_fields(spark, units, files, f"{prefix}sample_")
+    mentioned = _placeholders_mentioned(spark, units, f"{prefix}placeholder_")
+    kept: list[Together] = []
+    for unit in units:
+        own = [m for m in unit.members if mentioned.get(m.name) is not False]
+        if unit.named_by is None or not own:
+            kept.append(unit)
+            continue
+        kept += [Together([m]) for m in own]
+        rest = [m for m in unit.members if m not in own]
+        if rest:
+            kept.append(replace(unit, members=rest))
+    screened = {
+        m.name: Screened(
+            files[m.name],
+            sampled.get(m.name),
+            mentioned.get(m.name),
+            unit.lines if unit.named_by is None else None,
+        )
+        for unit in kept
+        for m in unit.members
     }
+    return screened, kept
 
 
 def _sampled_fields(
-    spark: SparkSession,
-    extracts: list[tuple[TableConfig, list[str]]],
-    lines: dict[str, DataFrame],
-    prefix: str,
+    spark: SparkSession, units: list[Together], files: dict[str, list[str]], prefix: str
 ) -> dict[str, list[str]]:
-    """Each member's sampled fields (its reader's ``column_sample``), in one query."""
+    """Each member's sampled fields (its reader's ``column_sample``), in one query.
+
+    Members read together are sampled together: the lines of each one's first location.
+    """
     frames, fields = [], {}
-    for member, files in extracts:
-        sample = table_reader(member).column_sample(spark, member, files, lines.get(member.name))
-        if sample is not None:
-            frames.append(sample.select(F.lit(member.name).alias(MEMBER_COLUMN), "key"))
-            fields[member.name] = []
+    for unit in units:
+        first = unit.members[0]
+        reader = table_reader(first)
+        if unit.named_by is None:
+            sample = reader.column_sample(spark, first, files[first.name], unit.lines)
+            named = None
+            if sample is not None:
+                named = sample.select(F.lit(first.name).alias(MEMBER_COLUMN), "key")
+        else:
+            firsts = [files[m.name][0] for m in unit.members]
+            lines = read_event_lines(spark, first, firsts) if reader.line_holds_event else None
+            named = reader.column_sample(spark, first, firsts, lines, by=unit.named_by)
+        if named is not None:
+            frames.append(named)
+            fields.update({m.name: [] for m in unit.members})
     if frames:
         for row in union_all(spark, frames, prefix).collect():
             fields[row[MEMBER_COLUMN]].append(row["key"])
@@ -335,10 +379,7 @@ def _sampled_fields(
 
 
 def _placeholders_mentioned(
-    spark: SparkSession,
-    members: list[TableConfig],
-    lines: dict[str, DataFrame],
-    prefix: str,
+    spark: SparkSession, units: list[Together], prefix: str
 ) -> dict[str, bool]:
     """Whether each feed's events mention its unavailable-value placeholder, in one query.
 
@@ -348,18 +389,23 @@ def _placeholders_mentioned(
     they are in JSON, is left out (it looks itself).
     """
     frames, mentioned = [], {}
-    for member in members:
-        placeholder = member.changes.unavailable_value if member.changes is not None else None
-        if placeholder is None or member.is_keyless:
-            mentioned[member.name] = False
+    for unit in units:
+        first = unit.members[0]
+        placeholder = first.changes.unavailable_value if first.changes is not None else None
+        if placeholder is None or first.is_keyless:
+            mentioned.update(dict.fromkeys([m.name for m in unit.members], False))
             continue
-        mentions = placeholder_mentions(member)
+        mentions = placeholder_mentions(first)
         if mentions is None:
             continue
         # Its reader's lines are its events (placeholder_mentions says none otherwise).
-        found = lines[member.name].where(mentions).limit(1)
-        frames.append(found.select(F.lit(member.name).alias(MEMBER_COLUMN)))
-        mentioned[member.name] = False
+        assert unit.lines is not None
+        if unit.named_by is None:
+            found = unit.lines.where(mentions).limit(1).select(F.lit(first.name))
+        else:
+            found = unit.lines.where(mentions).select(unit.named_by).distinct()
+        frames.append(found.toDF(MEMBER_COLUMN))
+        mentioned.update(dict.fromkeys([m.name for m in unit.members], False))
     if frames:
         for row in union_all(spark, frames, prefix).collect():
             mentioned[row[MEMBER_COLUMN]] = True
@@ -398,10 +444,28 @@ def _prior_state(
 def member_rows(stage: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:
     """A member's rows of the group's stage with its own columns again (as its own stage)."""
     return stage.where(F.col(MEMBER_COLUMN) == member).select(
-        *[F.col(p.slot.name).cast(p.data_type).alias(p.column) for p in slot_map.of(member)],
+        *_named_back(member, slot_map),
         *_own_columns(EVENT_COLUMNS[0] in stage.columns),
         *TRAILING,
     )
+
+
+def _member_prior(prior: PriorState, member: str, slot_map: SlotMap) -> PriorState:
+    """A member's rows of the group's state before the date, with its own columns again.
+
+    A feed that fills unavailable values reads its previous values by its columns' names.
+    """
+    own = prior.of_member(member)
+    if own.rows is None:
+        return own
+    slots = {s.name for s in slot_map.slots}
+    kept = [c for c in own.rows.columns if c not in slots]
+    return PriorState(own.rows.select(*kept, *_named_back(member, slot_map)))
+
+
+def _named_back(member: str, slot_map: SlotMap) -> list[Column]:
+    """A member's columns from the group's slots, named and typed as in its config."""
+    return [F.col(p.slot.name).cast(p.data_type).alias(p.column) for p in slot_map.of(member)]
 
 
 def group_rejected_rows(

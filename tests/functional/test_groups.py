@@ -639,14 +639,18 @@ def test_tables_that_ran_on_their_own_join_a_group(
 
 
 def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    """Two change feeds in one group: each member its own keys, truncates and watermark.
+    """Three change feeds in one group: each member its own keys, truncates and watermark.
 
     Both feeds use the same log positions, so a watermark shared by the group would skip
     one member's events; ``people`` is the worked example of tests/functional/test_feeds.py.
     """
     people = feed_config("people", PERSON, changelog=True) | {"group": "log"}
     tags = feed_config("tags", TAG) | {"group": "log"}
-    _configure(project, {"people": people, "tags": tags})
+    # Alike to people (a changelog is not part of the stage's plan): read with it, but on
+    # the date its events carry the unavailable-value placeholder, by a plan of its own
+    # that fills it from its own previous row.
+    folks = feed_config("folks", PERSON) | {"group": "log"}
+    _configure(project, {"people": people, "tags": tags, "folks": folks})
     people_events = [
         [
             create(1, id=0, name="alice"),
@@ -663,9 +667,20 @@ def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str
          create(7, code="d", weight=4.0)],
         [update(8, {"code": "d"}, code="d", weight=4.5), create(9, code="e", weight=5.0)],
     ]  # fmt: skip
-    for date, mine, theirs in zip((D1, D2, D3), people_events, tag_events, strict=True):
+    folk_events = [
+        [create(1, id=1, name="fred")],
+        [
+            update(2, {"id": 1}, id=1, name="__debezium_unavailable_value"),
+            create(3, id=2, name="gina"),
+        ],
+        [update(4, {"id": 2, "name": "gina"}, id=2, name="gin")],
+    ]
+    for date, mine, theirs, folk in zip(
+        (D1, D2, D3), people_events, tag_events, folk_events, strict=True
+    ):
         project.write_text(f"landing/people/{date}/events.json", json_lines(mine))
         project.write_text(f"landing/tags/{date}/events.json", json_lines(theirs))
+        project.write_text(f"landing/folks/{date}/events.json", json_lines(folk))
     # D2's events delivered again on D3: below the watermark, applied once.
     project.write_text(f"landing/tags/{D3}/again.json", json_lines(tag_events[1]))
 
@@ -679,6 +694,7 @@ def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str
         ("d", 4.5, "U"),
         ("e", 5.0, "I"),
     }
+    assert _current(project, "folks", "id, name") == {(1, "fred"), (2, "gin")}
     history = {
         (str(r["business_date"]), r["operation"], r["id"], r["name"])
         for r in project.rows("select business_date, operation, id, name from people_history")
@@ -704,6 +720,7 @@ def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str
     assert changelog == [{"before": "blob", "after": "Bob", "changed_columns": ["name"]}]
     # rows_in, rejects, I, U, D, X, N, status: each member counted from its own events.
     assert _counts(project, D3) == {
+        "folks": (1, 0, 0, 1, 0, 1, 0, "success"),
         "people": (1, 0, 0, 1, 0, 1, 0, "success"),
         "tags": (6, 0, 1, 1, 0, 0, 0, "success"),
     }
@@ -711,7 +728,9 @@ def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str
         "select table_name, event_sequence.source_lsn as lsn from log_state "
         "where operation = 'W' order by table_name"
     )
-    assert [(w["table_name"], w["lsn"]) for w in watermarks] == [("people", 7), ("tags", 9)]
+    assert [(w["table_name"], w["lsn"]) for w in watermarks] == [
+        ("folks", 4), ("people", 7), ("tags", 9),
+    ]  # fmt: skip
 
     # A rerun of one member reads its events against its own date before; the other's
     # rows and dates stay as they are.

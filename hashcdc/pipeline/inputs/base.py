@@ -14,7 +14,7 @@ from hashcdc.pipeline.extract import refuse_files_not_text
 from hashcdc.pipeline.inputs.events import raw_table_events
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from hashcdc.config import TableConfig
 
@@ -115,14 +115,17 @@ class Reader:
         table: TableConfig,
         files: list[str],
         lines: DataFrame | None = None,
+        by: Column | None = None,
     ) -> DataFrame | None:
         """The fields (``key``) a sample of the rows carries, when the check reads one.
 
         A table group's stage reads its members' in one query and hands each its own
         (:meth:`check_columns`' ``sampled``); None: the check reads no sample. ``lines``:
         the files' lines (:func:`~hashcdc.pipeline.extract.read_event_lines`), already read.
+        ``by``: the lines are of several tables alike, each line's named by this column:
+        the fields of all the lines, per table (``table_name``).
         """
-        del spark, table, files, lines
+        del spark, table, files, lines, by
         return None
 
     def read_rows(self, spark: SparkSession, table: TableConfig, files: list[str]) -> DataFrame:

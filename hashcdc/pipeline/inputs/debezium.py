@@ -46,6 +46,7 @@ from hashcdc.pipeline.inputs.events import (
 )
 from hashcdc.pipeline.projections import built_once, selected
 from hashcdc.pipeline.transports import transport_of
+from hashcdc.relations import MEMBER_COLUMN
 from hashcdc.runtime.hadoop import HadoopFiles
 
 # A JSON line parsed, its envelope (the line or its schema wrapper's payload) and the
@@ -121,7 +122,7 @@ class JsonEventsReader(Reader):
         if not new:
             return
         samples = (
-            self._images(read_event_lines(spark, table, files))
+            self._images(read_event_lines(spark, table, files).limit(SAMPLE_ROWS))
             .select(*[F.get_json_object("image", f"$['{key}']").alias(key) for key in new])
             .collect()
         )
@@ -140,19 +141,27 @@ class JsonEventsReader(Reader):
         table: TableConfig,
         files: list[str],
         lines: DataFrame | None = None,
+        by: Column | None = None,
     ) -> DataFrame:
-        """The distinct fields (``key``) of the row images of a sample of the events."""
+        """The distinct fields (``key``) of the row images of a sample of the events.
+
+        ``by``: of all the lines, per table (``table_name``).
+        """
         if lines is None:
             lines = read_event_lines(spark, table, files)
-        images = self._images(lines)
-        return images.select(F.explode(F.json_object_keys("image")).alias("key")).distinct()
+        keys = F.explode(F.json_object_keys("image")).alias("key")
+        if by is None:
+            return self._images(lines.limit(SAMPLE_ROWS)).select(keys).distinct()
+        images = self._images(lines, [by.alias(MEMBER_COLUMN)])
+        return images.select(MEMBER_COLUMN, keys).distinct()
 
-    def _images(self, lines: DataFrame) -> DataFrame:
-        """The row images (``image``, JSON text) of the first events' lines, a sample."""
-        lines = lines.limit(SAMPLE_ROWS)
+    def _images(self, lines: DataFrame, named: list[Column] | None = None) -> DataFrame:
+        """The row images (``image``, JSON text) of the lines' events (and ``named``)."""
         line = F.col(LINE_COLUMN)
         image = F.coalesce(*[F.get_json_object(line, path) for path in self.image_paths])
-        return lines.select(image.alias("image")).where(F.col("image").startswith("{"))
+        return lines.select(image.alias("image"), *(named or [])).where(
+            F.col("image").startswith("{")
+        )
 
     @staticmethod
     def _check_shape(
