@@ -26,7 +26,6 @@ from hashcdc.engine.place import Place, idle_minutes, settings_of
 from hashcdc.engine.wire import Wire
 from hashcdc.errors import HashcdcError
 from hashcdc.runtime.jars import jar_paths
-from hashcdc.runtime.metastore import process_running
 
 # How long a client waits for a new engine's Spark session (a cold JVM, a busy machine).
 START_SECONDS = 300.0
@@ -123,14 +122,14 @@ def connect_or_start(place: Place, target: str | None) -> Wire:
         wire = _connect(place)  # another client started it while we waited
         if wire is not None:
             return wire
-        pid = place.read_record().get("pid")
-        if process_running(pid):  # an engine on its way out: it finishes what it runs first
+        pid = place.running_pid()
+        if pid:  # an engine on its way out: it finishes what it runs first
             print(
                 f"hashcdc: waiting for the stopping engine (pid {pid}) to finish its commands",
                 file=sys.stderr,
                 flush=True,
             )
-            _wait_gone(place, int(pid), STOP_SECONDS)
+            _wait_gone(place, pid, STOP_SECONDS)
         place.forget()  # a killed engine's socket and record
         _spawn(place, target)
     wire = _connect(place)
@@ -141,7 +140,7 @@ def connect_or_start(place: Place, target: str | None) -> Wire:
 
 def _wait_gone(place: Place, pid: int, seconds: float) -> None:
     deadline = time.monotonic() + seconds
-    while process_running(pid):
+    while place.running_pid() == pid:
         if time.monotonic() > deadline:
             raise HashcdcError(
                 f"the engine (pid {pid}) did not stop within {seconds:.0f} s (its log: "
@@ -226,7 +225,7 @@ def forward(
             )
             stop(place)
         elif outcome == "refused":
-            _wait_gone(place, int(place.read_record().get("pid") or 0), STOP_SECONDS)
+            _wait_gone(place, place.running_pid() or 0, STOP_SECONDS)
         else:
             raise HashcdcError(
                 "the engine ended while it ran the command (killed, or out of memory: its "
@@ -238,11 +237,11 @@ def forward(
 
 def stop(place: Place, seconds: float = STOP_SECONDS) -> bool:
     """Ask the engine to stop after its running commands; False when none was running."""
-    pid = place.read_record().get("pid")
+    pid = place.running_pid()
     wire = _connect(place)
     if wire is None:
-        if process_running(pid):
-            _wait_gone(place, int(pid), seconds)
+        if pid:
+            _wait_gone(place, pid, seconds)
         place.forget()
         return False
     try:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc.errors import HashcdcError
+from hashcdc.runtime.metastore import process_stat
 from hashcdc.runtime.project import profile_output
 
 ENGINE_DIR_VARIABLE = "HASHCDC_ENGINE_DIR"
@@ -98,6 +99,26 @@ class Place:
         except (OSError, ValueError):
             return {}
         return record if isinstance(record, dict) else {}
+
+    def running_pid(self) -> int | None:
+        """The recorded engine's pid while that engine runs; None when it does not.
+
+        A pid outlives its process: once the engine is killed, another process, or a
+        thread of one, may be given it. The engine records when its process started
+        (``process_start``); an engine recorded before that is known by its command line.
+        """
+        record = self.read_record()
+        pid = int(record.get("pid") or 0)
+        fields = process_stat(pid) if pid else None
+        if not fields or fields[0] == "Z":
+            return None
+        if "process_start" in record:
+            return pid if fields[19] == str(record["process_start"]) else None
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return None
+        return pid if b"engine" in command and b"serve" in command else None
 
     def forget(self) -> None:
         """Remove the socket and the record (an engine that ended, or was killed)."""

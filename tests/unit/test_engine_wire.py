@@ -8,6 +8,7 @@ client does (``hashcdc/engine/client.py``); the engine with Spark and dbt, drive
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -176,3 +177,17 @@ def test_stop_and_idle_exit_remove_the_engines_files(engine: Place, tmp_path: Pa
     process, place = _start(idle, idle_minutes=0.02)
     assert process.wait(timeout=30) == 0
     assert not place.socket.exists() and not place.record.exists()
+
+
+def test_a_pid_another_process_took_is_no_engine(engine: Place) -> None:
+    """A killed engine's record names a pid the machine may give another process (or a
+    thread of one): that one is no engine, so no command waits on it."""
+    record = engine.read_record()
+    assert engine.running_pid() == record["pid"]
+    # This test's process holds the recorded pid now: started at another time.
+    engine.record.write_text(json.dumps({**record, "pid": os.getpid()}))
+    assert engine.running_pid() is None
+    # A record from before engines recorded their start: known by the command line.
+    older = {k: v for k, v in record.items() if k != "process_start"}
+    engine.record.write_text(json.dumps({**older, "pid": os.getpid()}))
+    assert engine.running_pid() is None
