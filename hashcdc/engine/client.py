@@ -26,6 +26,7 @@ from hashcdc.engine.place import Place, idle_minutes, settings_of
 from hashcdc.engine.wire import Wire
 from hashcdc.errors import HashcdcError
 from hashcdc.runtime.jars import jar_paths
+from hashcdc.runtime.metastore import process_started
 
 # How long a client waits for a new engine's Spark session (a cold JVM, a busy machine).
 START_SECONDS = 300.0
@@ -140,7 +141,9 @@ def connect_or_start(place: Place, target: str | None) -> Wire:
 
 def _wait_gone(place: Place, pid: int, seconds: float) -> None:
     deadline = time.monotonic() + seconds
-    while place.running_pid() == pid:
+    # The process, not its record: a stopping engine removes its record before it ends.
+    started = process_started(pid)
+    while started is not None and process_started(pid) == started:
         if time.monotonic() > deadline:
             raise HashcdcError(
                 f"the engine (pid {pid}) did not stop within {seconds:.0f} s (its log: "

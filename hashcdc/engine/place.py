@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from hashcdc.errors import HashcdcError
-from hashcdc.runtime.metastore import process_stat
+from hashcdc.runtime.metastore import process_started
 from hashcdc.runtime.project import profile_output
 
 ENGINE_DIR_VARIABLE = "HASHCDC_ENGINE_DIR"
@@ -109,11 +109,11 @@ class Place:
         """
         record = self.read_record()
         pid = int(record.get("pid") or 0)
-        fields = process_stat(pid) if pid else None
-        if not fields or fields[0] == "Z":
+        started = process_started(pid)
+        if started is None:
             return None
         if "process_start" in record:
-            return pid if fields[19] == str(record["process_start"]) else None
+            return pid if started == str(record["process_start"]) else None
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:

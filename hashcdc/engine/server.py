@@ -34,7 +34,7 @@ from typing import Any
 
 from hashcdc.engine.place import Place, differences, digest_of
 from hashcdc.engine.wire import Wire
-from hashcdc.runtime.metastore import process_stat
+from hashcdc.runtime.metastore import process_started
 
 ACCEPT_POLL_SECONDS = 0.5
 EXIT_INTERRUPTED = 130
@@ -340,11 +340,10 @@ class Engine:
             time.sleep(1.0)
 
     def _write_record(self) -> None:
-        stat = process_stat(os.getpid())
         record = {
             "pid": os.getpid(),
             # With the pid, what tells this process from a later one given the same pid.
-            "process_start": stat[19] if stat else None,
+            "process_start": process_started(os.getpid()),
             "started": dt.datetime.fromtimestamp(self.started).isoformat(timespec="seconds"),
             "project_dir": str(self.place.project_dir),
             "log": str(self.place.log),

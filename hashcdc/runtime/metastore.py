@@ -187,6 +187,15 @@ def process_stat(pid: int) -> list[str] | None:
     return stat.rsplit(")", 1)[1].split()
 
 
+def process_started(pid: int | None) -> str | None:
+    """When a running process started (clock ticks after boot); None when none runs.
+
+    With the pid, it tells a process from a later one the machine gave the same pid.
+    """
+    fields = process_stat(int(pid)) if pid else None
+    return fields[19] if fields and fields[0] != "Z" else None
+
+
 def process_running(pid: int | None) -> bool:
     """Whether a process runs: it exists and is not a zombie (ended, not yet reaped)."""
     fields = process_stat(int(pid)) if pid else None
