@@ -37,7 +37,19 @@ from typing import Any
 import psycopg2
 import pymysql
 import pytest
-from servers import LOOPBACK, LoopbackProxy, Workload
+from servers import (
+    LOOPBACK,
+    Lines,
+    LoopbackProxy,
+    Workload,
+    alive,
+    engine_pids,
+    finish,
+    hashcdc,
+    hashcdc_environment,
+    query_rows,
+    wait_until,
+)
 from source_configs import SOURCE_DATABASE, captured_config
 
 from hashcdc.cli import main
@@ -53,6 +65,12 @@ LOAD_KEYS = 300_000  # the sustained load's inserted rows: ids from here on
 @pytest.fixture
 def orders(postgres: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     """A source table with a trigger that logs every committed row change."""
+    monkeypatch.setenv("SHOP_USER", "hashcdc")
+    return _orders_table(postgres)
+
+
+def _orders_table(postgres: Any) -> str:
+    """A new source table of 50 orders, its trigger logging every committed row change."""
     if SOURCE_DATABASE not in postgres.psql("select datname from pg_database").split():
         postgres.psql(f"create database {SOURCE_DATABASE}")
     name = f"orders_{uuid.uuid4().hex[:8]}"
@@ -68,7 +86,6 @@ def orders(postgres: Any, monkeypatch: pytest.MonkeyPatch) -> str:
         "n % 2 = 0, null from generate_series(1, 50) n",
         SOURCE_DATABASE,
     )
-    monkeypatch.setenv("SHOP_USER", "hashcdc")
     return name
 
 
@@ -99,14 +116,17 @@ def _wait_for(check: Any, seconds: float, what: str, project: Any) -> None:
     raise AssertionError(f"{what} not within {seconds} s; capture's log:\n{shown}")
 
 
+# A lake table's values as psql prints them (a null as ''), the key first.
+_LAKE_COLUMNS = (
+    "order_id, item, cast(amount as string) as amount, "
+    "coalesce(cast(placed as string), '') as placed, "
+    "case when paid is null then '' when paid then 't' else 'f' end as paid, "
+    "coalesce(md5(notes), '') as notes"
+)
+
+
 def _lake_rows(project: Any, name: str = TABLE) -> dict[int, tuple[str, ...]]:
-    rows = project.rows(
-        # As psql prints them: a null as ''.
-        f"select order_id, item, cast(amount as string) as amount, "
-        f"coalesce(cast(placed as string), '') as placed, "
-        f"case when paid is null then '' when paid then 't' else 'f' end as paid, "
-        f"coalesce(md5(notes), '') as notes from {name}_current"
-    )
+    rows = project.rows(f"select {_LAKE_COLUMNS} from {name}_current")
     return {
         row["order_id"]: (row["item"], row["amount"], row["placed"], row["paid"], row["notes"])
         for row in rows
@@ -391,40 +411,88 @@ def test_mariadb_snapshot_then_binlog_through_a_kill_and_a_server_restart(
         )
 
 
-def test_the_stream_applies_a_capture_as_it_lands(
-    project: Any, postgres: Any, orders: str, capsys: pytest.CaptureFixture[str]
+GROUP_LAKES = ("streamed_orders", "streamed_returns")  # their own: not the session's
+
+
+def test_the_stream_applies_a_groups_capture_as_it_lands_through_engine_kills(
+    project: Any, postgres: Any, orders: str, tmp_path: Path, engines_dir: Path
 ) -> None:
-    """``hashcdc stream`` over what ``hashcdc capture`` lands, step by step, one open date.
+    """``hashcdc stream`` as a service over what ``hashcdc capture`` lands for two tables of
+    one group (one slot), the engine SIGKILLed while a batch's MERGE runs and again right
+    after a batch's commit.
 
-    Each step: changes committed on the source, ``capture --once`` lands them, ``stream
-    --once`` applies them; current must then equal ``SELECT *``. The steps: the snapshot;
-    inserts, updates, a key change, deletes, a large transaction, an unchanged TOASTed
-    value and a column the config does not have (loaded without it, said once); a
-    truncate and an insert after it. Closed by ``hashcdc run --date``, the date's audit
-    history holds each committed change once.
+    The steps, each landed by ``capture --once`` while the stream runs: the snapshot
+    (closed as its own date); inserts, updates, a key change, deletes, a large
+    transaction, an unchanged TOASTed value and a column the config does not have (loaded
+    without it); a truncate and an insert after it. After each restart ``current`` of both
+    tables equals ``SELECT *`` on the source; closed by ``hashcdc run --date``, the date's
+    history of each table is the net change between the two dates' source rows.
     """
-    lake = "streamed_orders"  # its own: the session's warehouse holds the other tests'
-    date = "2024-03-01"
-    project.add_table(captured_config(postgres.port, orders, lake))
-    source = _postgres_source(postgres, orders)
-    sql, table = source.sql, source.table
+    sources = [_postgres_source(postgres, name) for name in (orders, _orders_table(postgres))]
+    for source, lake in zip(sources, GROUP_LAKES, strict=True):
+        config = captured_config(postgres.port, source.table.split(".")[1], lake)
+        config["source"]["database"]["slot"] = f"hashcdc_{orders}"  # one capture reads both
+        project.add_table(
+            config | {"group": "returns", "changes": {**config["changes"], "history": "net"}}
+        )
+    day, next_day = "2024-03-01", "2024-03-02"
     root = ["--project-dir", str(project.root)]
+    env = hashcdc_environment(f"file://{tmp_path}/warehouse", "local")
 
-    def land_and_apply() -> str:
-        capsys.readouterr()
-        assert main([*root, "capture", "--once", "--date", date]) == 0
-        assert main([*root, "stream", "--once", "--select", lake]) == 0
-        out = capsys.readouterr().out
-        assert _lake_rows(project, lake) == source.rows(), out
-        return out
+    def land(business_date: str) -> None:
+        assert main([*root, "capture", "--once", "--date", business_date]) == 0
 
-    land_and_apply()  # the snapshot
-    sql(f"truncate table {table}_log")
-    sql(f"insert into {table} values (51, 'new', 9.99, '2024-03-01', true, null)")
-    sql(f"update {table} set amount = amount + 1 where id <= 10")
-    sql(f"update {table} set id = 1000 where id = 11")  # the key changes
-    sql(f"delete from {table} where id between 20 and 24")
-    bulk = source.series.format(first=10001, last=12000)
+    def lake_rows() -> list[dict[int, tuple[str, ...]]]:
+        both = query_rows(project.root, env, " union all ".join(
+            f"select '{lake}', {_LAKE_COLUMNS} from {lake}_current" for lake in GROUP_LAKES
+        ))  # fmt: skip
+        return [
+            {int(row[1]): tuple(row[2:]) for row in both if row[0] == lake} for lake in GROUP_LAKES
+        ]
+
+    land(day)  # the snapshot
+    stream = Lines(hashcdc(project.root, env, "stream", "--interval", "0.5"))
+    wait_until(lambda: stream.text().count(f" {day}: applied:") >= 2, 300, "the snapshot")
+    snapshot = [source.rows() for source in sources]
+    assert lake_rows() == snapshot, stream.text()
+
+    [log] = (tmp_path / "warehouse").rglob("returns_state/_delta_log")
+
+    def commits() -> int:
+        return len(list(log.glob("*.json")))
+
+    def merges_begun() -> int:
+        logs = "".join(p.read_text(errors="replace") for p in project.root.glob("logs/*/dbt.log"))
+        return sum(
+            1 for line in logs.splitlines() if " START " in line and ".returns_state " in line
+        )
+
+    def kill_the_engine_at(ready: Callable[[], bool], what: str) -> int:
+        """Kill the engine once ``ready``; the state's commits at that moment."""
+        [engine] = [pid for pid in engine_pids(engines_dir) if alive(pid)]
+        deadline = time.monotonic() + 300
+        while not ready():
+            assert time.monotonic() < deadline, f"no {what} in 300 s:\n{stream.text()}"
+            time.sleep(0.02)
+        os.kill(engine, signal.SIGKILL)
+        status, err = stream.process.wait(120), stream.process.stderr.read()
+        assert status != 0 and "the engine ended" in err, err[-2000:]
+        return commits()
+
+    def start_again() -> Lines:
+        again = Lines(hashcdc(project.root, env, "stream", "--interval", "0.5"))
+        wait_until(lambda: f" {next_day}: applied:" in again.text(), 300, "a batch after restart")
+        return again
+
+    # The next date's changes: the snapshot's date is closed, the engine killed in the MERGE.
+    for source in sources:
+        sql, table = source.sql, source.table
+        sql(f"insert into {table} values (51, 'new', 9.99, '2024-03-01', true, null)")
+        sql(f"update {table} set amount = amount + 1 where id <= 10")
+        sql(f"update {table} set id = 1000 where id = 11")  # the key changes
+        sql(f"delete from {table} where id between 20 and 24")
+    sql, table = sources[0].sql, sources[0].table
+    bulk = sources[0].series.format(first=10001, last=12000)
     sql(f"insert into {table} select n, 'bulk', n, null, false, null from {bulk}")
     sql(
         f"update {table} set notes = (select string_agg(md5(random()::text), '') "
@@ -433,24 +501,43 @@ def test_the_stream_applies_a_capture_as_it_lands(
     sql(f"update {table} set item = 'renamed' where id = 30")  # notes stays out of line
     sql(f"alter table {table} add column channel text")
     sql(f"insert into {table} values (52, 'with channel', 2, null, true, null, 'app')")
-    out = land_and_apply()
-    assert "channel" in out and "not loaded" in out, out
+    before, begun = commits(), merges_begun()
+    land(next_day)
+    at_kill = kill_the_engine_at(lambda: merges_begun() > begun, "a MERGE of the next date")
+    assert at_kill == before, "the kill came after the commit: it tested nothing"
+    killed, stream = stream, start_again()
+    wait_until(lambda: lake_rows() == [s.rows() for s in sources], 300, "both tables' changes")
+    said = killed.text() + stream.text()  # the killed batch may have said it already
+    assert "channel" in said and "not loaded" in said, said
+
+    # A truncate and an insert after it; the engine killed right after the batch's commit.
     sql(f"truncate table {table}")
     sql(f"insert into {table} values (60, 'after truncate', 1, null, null, null, null)")
-    land_and_apply()
-    assert _lake_rows(project, lake) == {60: ("after truncate", "1.00", "", "", "")}
+    sources[1].sql(f"update {sources[1].table} set item = 'late' where id = 1")
+    before = commits()
+    land(next_day)
+    kill_the_engine_at(lambda: commits() > before, "the commit of the last batch")
+    stream = start_again()
+    wait_until(lambda: lake_rows() == [s.rows() for s in sources], 300, "the last changes")
+    assert lake_rows()[0] == {60: ("after truncate", "1.00", "", "", "")}
+    stream.process.send_signal(signal.SIGTERM)
+    stream.process.wait(120)
 
-    assert main([*root, "run", "--date", date, "--select", lake]) == 0  # closes the date
-    assert _lake_rows(project, lake) == source.rows()
-    applied = {
-        row["operation"]: row["n"]
-        for row in project.rows(
-            f"select operation, count(*) as n from {lake}_history "
-            f"where business_date = '{date}' and operation in ('I', 'U', 'D') "
-            "group by operation"
-        )
-    }
-    assert applied == source.committed(), applied
+    # Closed as a user closes it: each table's history is its net change of the date.
+    status, out, err = finish(hashcdc(project.root, env, "run", "--date", next_day), 600)
+    assert status == 0, out[-3000:] + err[-2000:]
+    final = [source.rows() for source in sources]
+    history = query_rows(project.root, env, " union all ".join(
+        f"select '{lake}', operation, {_LAKE_COLUMNS} from {lake}_history "
+        f"where business_date = '{next_day}'" for lake in GROUP_LAKES
+    ))  # fmt: skip
+    for lake, old, new in zip(GROUP_LAKES, snapshot, final, strict=True):
+        changes = {(row[1], int(row[2])): tuple(row[3:]) for row in history if row[0] == lake}
+        expected = {("I", k): v for k, v in new.items() if k not in old}
+        expected |= {("U", k): v for k, v in new.items() if k in old and old[k] != v}
+        deleted = {("D", k) for k in old if k not in new}
+        assert {key: v for key, v in changes.items() if key[0] != "D"} == expected, lake
+        assert {key for key in changes if key[0] == "D"} == deleted, lake
 
 
 def test_a_service_capture_lands_an_empty_file_for_each_quiet_day(
