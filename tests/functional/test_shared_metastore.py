@@ -29,6 +29,7 @@ from servers import (
 )
 
 DATES = ["2023-05-01", "2023-05-02", "2023-05-03", "2023-05-04", "2023-05-05", "2023-05-06"]
+OTHER_DATES = DATES[:3]
 RUNNING, OTHER = "sm_running", "sm_other"
 
 
@@ -61,7 +62,8 @@ def test_runs_queries_and_docs_side_by_side(project: Any, postgres: Any, tmp_pat
         f"file://{tmp_path}/warehouse", "shared", HASHCDC_ENGINE="off", **postgres.environment()
     )
     running = hashcdc(project.root, env, "run", "--date", *DATES, "--select", RUNNING)
-    other = hashcdc(project.root, env, "run", "--date", *DATES, "--select", OTHER)
+    # The other table's dates run beside the first half of the running one's.
+    other = hashcdc(project.root, env, "run", "--date", *OTHER_DATES, "--select", OTHER)
     try:
         # Once the first date is in, the run goes on for five more: read while it does.
         lines: list[str] = []
@@ -126,10 +128,10 @@ def test_runs_queries_and_docs_side_by_side(project: Any, postgres: Any, tmp_pat
         (record["table_name"], record["status"])
         for record in (json.loads(row) for relation, row in seen if relation == "cdc_runs")
     )
-    # Six successful dates each, and the refused run recorded nothing. (Other tests' tables
+    # Every date successful in each, and the refused run recorded nothing. (Other tests' tables
     # share this metastore's audit table: only these two are counted.)
     ours = {key: count for key, count in audit.items() if key[0] in (RUNNING, OTHER)}
-    assert ours == {(RUNNING, "success"): len(DATES), (OTHER, "success"): len(DATES)}, audit
+    assert ours == {(RUNNING, "success"): len(DATES), (OTHER, "success"): len(OTHER_DATES)}, audit
 
 
 def test_a_stream_rides_through_its_metastore_away(
