@@ -42,11 +42,11 @@ from servers import (
     Lines,
     LoopbackProxy,
     Workload,
-    alive,
-    engine_pids,
     finish,
     hashcdc,
     hashcdc_environment,
+    kill_the_engine_when,
+    models_begun,
     query_rows,
     wait_until,
 )
@@ -461,24 +461,6 @@ def test_the_stream_applies_a_groups_capture_as_it_lands_through_engine_kills(
     def commits() -> int:
         return len(list(log.glob("*.json")))
 
-    def merges_begun() -> int:
-        logs = "".join(p.read_text(errors="replace") for p in project.root.glob("logs/*/dbt.log"))
-        return sum(
-            1 for line in logs.splitlines() if " START " in line and ".returns_state " in line
-        )
-
-    def kill_the_engine_at(ready: Callable[[], bool], what: str) -> int:
-        """Kill the engine once ``ready``; the state's commits at that moment."""
-        [engine] = [pid for pid in engine_pids(engines_dir) if alive(pid)]
-        deadline = time.monotonic() + 300
-        while not ready():
-            assert time.monotonic() < deadline, f"no {what} in 300 s:\n{stream.text()}"
-            time.sleep(0.02)
-        os.kill(engine, signal.SIGKILL)
-        status, err = stream.process.wait(120), stream.process.stderr.read()
-        assert status != 0 and "the engine ended" in err, err[-2000:]
-        return commits()
-
     def start_again() -> Lines:
         again = Lines(hashcdc(project.root, env, "stream", "--interval", "0.5"))
         wait_until(lambda: f" {next_day}: applied:" in again.text(), 300, "a batch after restart")
@@ -501,10 +483,15 @@ def test_the_stream_applies_a_groups_capture_as_it_lands_through_engine_kills(
     sql(f"update {table} set item = 'renamed' where id = 30")  # notes stays out of line
     sql(f"alter table {table} add column channel text")
     sql(f"insert into {table} values (52, 'with channel', 2, null, true, null, 'app')")
-    before, begun = commits(), merges_begun()
+    before, begun = commits(), models_begun(project.root, "returns_state")
     land(next_day)
-    at_kill = kill_the_engine_at(lambda: merges_begun() > begun, "a MERGE of the next date")
-    assert at_kill == before, "the kill came after the commit: it tested nothing"
+    kill_the_engine_when(
+        engines_dir,
+        stream,
+        lambda: models_begun(project.root, "returns_state") > begun,
+        "a MERGE of the next date",
+    )
+    assert commits() == before, "the kill came after the commit: it tested nothing"
     killed, stream = stream, start_again()
     wait_until(lambda: lake_rows() == [s.rows() for s in sources], 300, "both tables' changes")
     said = killed.text() + stream.text()  # the killed batch may have said it already
@@ -516,7 +503,7 @@ def test_the_stream_applies_a_groups_capture_as_it_lands_through_engine_kills(
     sources[1].sql(f"update {sources[1].table} set item = 'late' where id = 1")
     before = commits()
     land(next_day)
-    kill_the_engine_at(lambda: commits() > before, "the commit of the last batch")
+    kill_the_engine_when(engines_dir, stream, lambda: commits() > before, "the last commit")
     stream = start_again()
     wait_until(lambda: lake_rows() == [s.rows() for s in sources], 300, "the last changes")
     assert lake_rows()[0] == {60: ("after truncate", "1.00", "", "", "")}

@@ -25,7 +25,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from servers import Lines, alive, engine_pids, finish, hashcdc, hashcdc_environment, query_rows
+from servers import (
+    Lines,
+    finish,
+    hashcdc,
+    hashcdc_environment,
+    kill_the_engine_when,
+    models_begun,
+    query_rows,
+)
 
 from hashcdc.cli import main
 from hashcdc.groups.evolution import recorded_slots
@@ -504,25 +512,6 @@ def test_a_stream_of_a_groups_topics_killed_before_and_after_a_commit_applies_ea
     def commits() -> int:
         return len(list(log.glob("*.json")))
 
-    def merges_begun() -> int:
-        logs = project.root.glob("logs/stream-*/dbt.log")
-        return sum(
-            1
-            for line in "".join(p.read_text(errors="replace") for p in logs).splitlines()
-            if " START " in line and ".shop_state " in line
-        )
-
-    def kill_the_engine_at(ready: Any, what: str) -> None:
-        [engine] = [pid for pid in engine_pids(engines_dir) if alive(pid)]
-        deadline = time.monotonic() + 300
-        while not ready():
-            assert time.monotonic() < deadline, f"no {what} in 300 s:\n{streams[-1].text()}"
-            time.sleep(0.02)
-        os.kill(engine, signal.SIGKILL)
-        client = streams[-1].process
-        status, err = client.wait(120), client.stderr.read()
-        assert status != 0 and "the engine ended" in err, err[-2000:]
-
     def start_again(expected: str | dict[str, str]) -> None:
         per_table = expected if isinstance(expected, dict) else dict.fromkeys(TABLES, expected)
         streams.append(Lines(hashcdc(project.root, env, "stream", "--interval", "0.5")))
@@ -539,9 +528,14 @@ def test_a_stream_of_a_groups_topics_killed_before_and_after_a_commit_applies_ea
             assert f"{name} {day}: applied: {applied}" in streams[-1].text(), streams[-1].text()
 
     # Killed while the batch's MERGE runs: nothing of it committed.
-    before, begun = commits(), merges_begun()
+    before, begun = commits(), models_begun(project.root, "shop_state")
     publish([("u", 4, bob, {"id": 1, "name": "bobby"}), ("d", 5, carol, None)])
-    kill_the_engine_at(lambda: merges_begun() > begun, "MERGE of the next batch")
+    kill_the_engine_when(
+        engines_dir,
+        streams[-1],
+        lambda: models_begun(project.root, "shop_state") > begun,
+        "MERGE of the next batch",
+    )
     assert commits() == before, "the kill came after the commit: it tested nothing"
     start_again("I 0 U 1 D 1")
     assert _rows(project, env) == {0: "alice", 1: "bobby"}
@@ -551,7 +545,9 @@ def test_a_stream_of_a_groups_topics_killed_before_and_after_a_commit_applies_ea
     before = commits()
     renamed, dave = {"id": 5, "name": "alice"}, {"id": 3, "name": "dave"}
     publish([("u", 6, alice, renamed), ("c", 7, None, dave)])
-    kill_the_engine_at(lambda: commits() > before, "commit of the next batch")
+    kill_the_engine_when(
+        engines_dir, streams[-1], lambda: commits() > before, "commit of the next batch"
+    )
     # A batch holds what each topic had when it began: the events published to the
     # second topic a moment after the first may be the next batch's, which never ran.
     # Which tables the commit holds, delta-rs reads (no JVM: the engine is dead).

@@ -19,7 +19,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -608,6 +608,26 @@ def alive(pid: int) -> bool:
     from hashcdc.runtime.metastore import process_running
 
     return process_running(pid)
+
+
+def models_begun(project_dir: Path, model: str) -> int:
+    """How many times ``model`` started, by the dbt logs of the project's commands."""
+    logs = "".join(p.read_text(errors="replace") for p in project_dir.glob("logs/*/dbt.log"))
+    return sum(1 for line in logs.splitlines() if " START " in line and f".{model} " in line)
+
+
+def kill_the_engine_when(
+    engines_dir: Path, client: Lines, ready: Callable[[], bool], what: str
+) -> None:
+    """SIGKILL the folder's one live engine once ``ready``; its client says it ended."""
+    [engine] = [pid for pid in engine_pids(engines_dir) if alive(pid)]
+    deadline = time.monotonic() + 300
+    while not ready():
+        assert time.monotonic() < deadline, f"no {what} in 300 s:\n{client.text()}"
+        time.sleep(0.02)
+    os.kill(engine, signal.SIGKILL)
+    status, err = client.process.wait(120), client.process.stderr.read()
+    assert status != 0 and "the engine ended" in err, err[-2000:]
 
 
 def stop_engines(folder: Path, seconds: float = 60) -> None:
