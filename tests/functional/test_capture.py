@@ -466,7 +466,8 @@ def test_the_stream_applies_a_groups_capture_as_it_lands_through_engine_kills(
         wait_until(lambda: f" {next_day}: applied:" in again.text(), 300, "a batch after restart")
         return again
 
-    # The next date's changes: the snapshot's date is closed, the engine killed in the MERGE.
+    # The next date's changes. Their batch first closes the snapshot's date; the engine is
+    # killed once the group's state model has started, before any commit of it.
     for source in sources:
         sql, table = source.sql, source.table
         sql(f"insert into {table} values (51, 'new', 9.99, '2024-03-01', true, null)")
@@ -489,7 +490,7 @@ def test_the_stream_applies_a_groups_capture_as_it_lands_through_engine_kills(
         engines_dir,
         stream,
         lambda: models_begun(project.root, "returns_state") > begun,
-        "a MERGE of the next date",
+        "the state model's start",
     )
     assert commits() == before, "the kill came after the commit: it tested nothing"
     killed, stream = stream, start_again()
