@@ -198,8 +198,7 @@ def process_started(pid: int | None) -> str | None:
 
 def process_running(pid: int | None) -> bool:
     """Whether a process runs: it exists and is not a zombie (ended, not yet reaped)."""
-    fields = process_stat(int(pid)) if pid else None
-    return bool(fields) and fields[0] != "Z"
+    return process_started(pid) is not None
 
 
 def _parent(pid: int) -> int | None:
