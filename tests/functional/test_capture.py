@@ -418,8 +418,8 @@ def test_the_stream_applies_a_groups_capture_as_it_lands_through_engine_kills(
     project: Any, postgres: Any, orders: str, tmp_path: Path, engines_dir: Path
 ) -> None:
     """``hashcdc stream`` as a service over what ``hashcdc capture`` lands for two tables of
-    one group (one slot), the engine SIGKILLed while a batch's MERGE runs and again right
-    after a batch's commit.
+    one group (one slot), the engine SIGKILLed once the group's state model has started
+    (before its commit) and again right after a batch's commit.
 
     The steps, each landed by ``capture --once`` while the stream runs: the snapshot
     (closed as its own date); inserts, updates, a key change, deletes, a large
