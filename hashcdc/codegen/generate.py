@@ -38,7 +38,7 @@ import yaml
 from hashcdc.config import ColumnConfig, TableConfig
 from hashcdc.config.lineage import lineage_text
 from hashcdc.groups.members import Group, groups_of
-from hashcdc.groups.slots import MEMBER_COLUMN
+from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
 from hashcdc.pipeline.columns import (
     EVENT_STAGE_COLUMNS,
     HASH_COLUMNS,
@@ -167,19 +167,22 @@ def _declared_changes(compared: tuple[ColumnConfig, ...]) -> dict[str, dict[str,
     return changed
 
 
-def _member_shapes(group: Group) -> dict[str, dict[str, Any]]:
+def _member_shapes(group: Group, sensitive: bool = False) -> dict[str, dict[str, Any]]:
     """A group's members that changed shape, or keep a column out of the comparison.
 
     Member -> ``{'compared': [its compared columns' slots], 'changed': {slot: change}}``
     (``only_shape_differs`` on the slots); the columns added without ``added:`` join it at
-    run time (:func:`hashcdc.groups.evolution.member_shape_changes`).
+    run time (:func:`hashcdc.groups.evolution.member_shape_changes`). ``sensitive``: of
+    the group's sensitive state, whose compared columns are each member's sensitive ones.
     """
     shapes = {}
+    slot_map = group.sensitive_slot_map if sensitive else group.slot_map
     for member in group.members:
-        slot = {p.column: p.slot.name for p in group.slot_map.of(member.name)}
-        changed = _declared_changes(member.compared_columns)
-        compared = [slot[c.name] for c in member.compared_columns]
-        if changed or any(c.ignore for c in member.main_columns):
+        slot = {p.column: p.slot.name for p in slot_map.of(member.name)}
+        columns = member.sensitive_columns if sensitive else member.compared_columns
+        changed = _declared_changes(columns)
+        compared = [slot[c.name] for c in columns]
+        if changed or (not sensitive and any(c.ignore for c in member.main_columns)):
             shapes[member.name] = {
                 "compared": compared,
                 "changed": {slot[name]: change for name, change in changed.items()},
@@ -385,12 +388,6 @@ def group_context(group: Group) -> dict[str, Any]:
     group_yaml = yaml.dump(
         group.to_dict(), Dumper=_IndentedDumper, sort_keys=False, allow_unicode=True, width=100
     )
-    columns_on = {
-        slot.name: [
-            f"{m}.{p.column}" for m in slot_map.members for p in slot_map.of(m) if p.slot == slot
-        ]
-        for slot in slot_map.slots
-    }
     enabled = group.enabled_members
     return {
         "changelog_members": repr([m.name for m in group.members if m.changelog]),
@@ -402,15 +399,10 @@ def group_context(group: Group) -> dict[str, Any]:
         "members": [_member_context(m) for m in group.members],
         "members_argument": repr({m.name: m.max_delete_fraction for m in enabled}),
         "member_shapes": repr(_member_shapes(group)),
-        "column_list": _wrapped_list([f"'{name}'" for name in slot_map.slot_names()]),
-        # The group's current and history keep the member column as one of theirs.
-        "member_column_list": _wrapped_list(
-            [f"'{name}'" for name in [MEMBER_COLUMN, *slot_map.slot_names()]]
-        ),
-        "slots": [
-            {"name": s.name, "data_type": s.data_type, "columns": columns_on[s.name]}
-            for s in slot_map.slots
-        ],
+        **_slot_lists(slot_map),
+        "slots": _described_slots(slot_map),
+        "runs_after": None,
+        "hash_column": None,
         "extract_type": group.extract_type,
         "state_properties": repr(
             state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
@@ -429,8 +421,67 @@ def group_context(group: Group) -> dict[str, Any]:
         "is_keyless": False,
         "grants": None,
         "group_yaml": group_yaml.rstrip("\n"),
-        "stage_columns": _own_columns([*HASH_COLUMNS, *STAGE_TRAILING_COLUMNS]),
+        "stage_columns": _own_columns(
+            [
+                *HASH_COLUMNS,
+                *((SENSITIVE_HASH_COLUMN,) if group.sensitive_members else ()),
+                *STAGE_TRAILING_COLUMNS,
+            ]
+        ),
+        "sensitive_slots": _described_slots(group.sensitive_slot_map),
         "rejects_columns": _own_columns(REJECTS_COLUMNS, "rejects"),
+    }
+
+
+def _slot_lists(slot_map: SlotMap) -> dict[str, str]:
+    """The slots as the state macro lists them, and with the member column before them."""
+    return {
+        "column_list": _wrapped_list([f"'{name}'" for name in slot_map.slot_names()]),
+        # The group's current and history keep the member column as one of theirs.
+        "member_column_list": _wrapped_list(
+            [f"'{name}'" for name in [MEMBER_COLUMN, *slot_map.slot_names()]]
+        ),
+    }
+
+
+def _described_slots(slot_map: SlotMap) -> list[dict[str, Any]]:
+    """Each slot with its type and the members' columns on it (``member.column``)."""
+    return [
+        {
+            "name": slot.name,
+            "data_type": slot.data_type,
+            "columns": [
+                f"{m}.{p.column}"
+                for m in slot_map.members
+                for p in slot_map.of(m)
+                if p.slot == slot
+            ],
+        }
+        for slot in slot_map.slots
+    ]
+
+
+def group_sensitive_context(group: Group, context: dict[str, Any]) -> dict[str, Any]:
+    """The context of a group's sensitive models: the group's templates over those slots.
+
+    The state compares each member's ``sensitive_hash`` and runs after the main state (a
+    member it refuses on a date is not run here either); no delete guard of its own, as
+    a table's sensitive state.
+    """
+    slot_map = group.sensitive_slot_map
+    sensitive = [m for m in group.enabled_members if m.sensitive_columns]
+    return context | {
+        **_slot_lists(slot_map),
+        "state_model": group.relations.sensitive_state,
+        "runs_after": group.relations.state,
+        "hash_column": SENSITIVE_HASH,
+        "members_argument": repr(dict.fromkeys([m.name for m in sensitive], 1.0)),
+        "member_shapes": repr(_member_shapes(group, sensitive=True)),
+        "state_properties": repr(
+            state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
+            | NEW_STATE_PROPERTIES
+            | {SLOTS_PROPERTY: slot_map.as_property()}
+        ),
     }
 
 
@@ -441,6 +492,7 @@ def _member_context(member: TableConfig) -> dict[str, Any]:
         "relations": member.relations,
         "description": member.description,
         "columns": _columns(member.main_columns),
+        "sensitive_columns": _columns(member.sensitive_columns),
     }
 
 
@@ -470,18 +522,30 @@ def _group_files(group: Group) -> list[GeneratedFile]:
         )
         for path, template in targets.items()
     ]
+    if group.sensitive_members:
+        # The members' sensitive columns' own state, current and history: the same templates.
+        sensitive = group_sensitive_context(group, context)
+        sensitive_outputs = sensitive | {"column_list": sensitive["member_column_list"]}
+        files += [
+            GeneratedFile(folder / f"{name}.sql", _render(template, used), config_file)
+            for name, template, used in (
+                (names.sensitive_state, "group_state.sql.j2", sensitive),
+                (names.sensitive_current, "current.sql.j2", sensitive_outputs),
+                (names.sensitive_history, "history.sql.j2", sensitive_outputs),
+            )
+        ]
     slot_map = group.slot_map
     for member in group.members:
-        placements = _wrapped_list(
-            [f"['{p.column}', '{p.slot.name}', '{p.data_type}']" for p in slot_map.of(member.name)],
-            indent=12,
-        )
+        placements = _placements(slot_map, member.name)
         own = member.relations
         views = {
             own.current: names.current,
             own.history: names.history,
             own.rejects: names.rejects,
         }
+        if member.sensitive_columns:
+            views[own.sensitive_current] = names.sensitive_current
+            views[own.sensitive_history] = names.sensitive_history
         if member.changelog:
             files.append(
                 GeneratedFile(
@@ -503,12 +567,21 @@ def _group_files(group: Group) -> list[GeneratedFile]:
             kind = view.rsplit("_", 1)[1]
             feed = FEED_TRAILING.get(kind, []) if group.is_feed else []
             trailing = [*MEMBER_TRAILING[kind], *feed]
+            is_sensitive = group_relation in (names.sensitive_current, names.sensitive_history)
+            grants = member.sensitive_grants if is_sensitive else None
             member_context = context | {
                 "name": member.name,
                 "note": GENERATED_NOTE.format(config=member.config_file),
                 "group_relation": group_relation,
-                "placements": placements if kind != "rejects" else "[]",
+                "placements": (
+                    "[]"
+                    if kind == "rejects"
+                    else _placements(group.sensitive_slot_map, member.name)
+                    if is_sensitive
+                    else placements
+                ),
                 "trailing": _wrapped_list([f"'{c}'" for c in trailing], indent=12),
+                "grants": repr({k: list(v) for k, v in grants.items()}) if grants else None,
             }
             content = _render("member.sql.j2", member_context)
             files.append(
@@ -529,18 +602,27 @@ def _group_files(group: Group) -> list[GeneratedFile]:
     return files
 
 
+def _placements(slot_map: SlotMap, member: str) -> str:
+    """A member's ``[column, slot, type]`` lists, as ``member_rows`` takes them."""
+    return _wrapped_list(
+        [f"['{p.column}', '{p.slot.name}', '{p.data_type}']" for p in slot_map.of(member)],
+        indent=12,
+    )
+
+
 def group_views(tables: list[TableConfig]) -> dict[str, str]:
     """The views of the project's table groups by name, each with its generated file's text.
 
-    A group's current view, and each member's current, history, scd2, rejects (and
-    changelog) views.
+    A group's current view (and its sensitive one), and each member's current, history,
+    scd2, rejects (changelog, sensitive current and history) views.
     """
     views: dict[str, str] = {}
     for group in groups_of(tables).values():
         for generated in _group_files(group):
             name = generated.path.stem
             member = generated.path.parent.name != group.name
-            if generated.path.suffix == ".sql" and (member or name == group.relations.current):
+            own = (group.relations.current, group.relations.sensitive_current)
+            if generated.path.suffix == ".sql" and (member or name in own):
                 views[name] = generated.content
     return views
 

@@ -290,13 +290,6 @@ def _group_rules(raw: dict[str, Any], problems: Problems) -> None:
             problems.add(
                 "group", f"a change feed in a group has a key (its rows are matched by it){alone}"
             )
-    for index, column in enumerate(raw.get("columns") or []):
-        if not isinstance(column, dict):
-            continue
-        if column.get("sensitive") is True:
-            problems.add(
-                f"columns[{index}].sensitive", f"a table in a group has no sensitive columns{alone}"
-            )
 
 
 def group_problems(tables: list[Any]) -> list[str]:

@@ -76,35 +76,67 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
     with what to do (:mod:`hashcdc.groups.outcomes`); its siblings run. A column renamed
     (``renamed_from``) keeps its slot; a column added with ``added:`` takes its date from
     the config. The state records the members' slots as they are now (``hashcdc.slots``:
-    a refused member's as they were).
+    a refused member's as they were). The members' sensitive columns are the group's
+    sensitive state's and history's to record and hold, on their own slots.
     """
     relations = group.relations.in_schema(schema)
-    if not spark.catalog.tableExists(relations.state):
-        return group
-    properties = table_properties(spark, relations.state)
+    refused: set[str] = set()
+    added = _evolve_tables(
+        spark, group, business_date, (relations.state, relations.history), group.slot_map, refused
+    )
+    if group.sensitive_members:
+        tables = (relations.sensitive_state, relations.sensitive_history)
+        slot_map = group.sensitive_slot_map
+        added |= _evolve_tables(spark, group, business_date, tables, slot_map, refused)
+    return _dated(group, added)
+
+
+def _evolve_tables(
+    spark: Any,
+    group: Group,
+    business_date: str,
+    tables: tuple[str, str],
+    slot_map: SlotMap,
+    refused: set[str],
+) -> dict[str, str]:
+    """:func:`evolve_group` for one state and its history, holding ``slot_map``'s columns.
+
+    ``refused``: the members refused for the date, which this adds to (and skips). Returns
+    the first dates the state records: ``member.column`` -> date.
+    """
+    state, history = tables
+    if not spark.catalog.tableExists(state):
+        return {}
+    properties = table_properties(spark, state)
     recorded = recorded_slots(properties)
-    slot_map = group.slot_map
+    placed = {m: {p.column for p in slot_map.of(m)} for m in slot_map.members}
     added = {
         key.removeprefix(ADDED_PROPERTY_PREFIX): value
         for key, value in properties.items()
         if key.startswith(ADDED_PROPERTY_PREFIX)
     }
-    refused: set[str] = set()
     new: dict[str, list[ColumnConfig]] = {}
     for member in group.enabled_members:
-        if member.name not in recorded:
+        if member.name not in recorded or member.name in refused:
             continue  # new to the group: its first date adds its columns
-        renamed = {c.name: c.renamed_from for c in member.main_columns if c.renamed_from}
+        columns = [c for c in member.columns if c.name in placed[member.name]]
+        renamed = {c.name: c.renamed_from for c in columns if c.renamed_from}
+        held = [c.name for c in member.sensitive_columns if c.name in recorded[member.name]]
+        if held and not slot_map.slots_hold_sensitive:
+            reason = _now_sensitive(group, member, held, tables)
+            outcomes.refuse(group.name, business_date, member.name, reason)
+            refused.add(member.name)
+            continue
         moved = moved_columns(recorded, slot_map, member.name, renamed)
         if moved:
             outcomes.refuse(group.name, business_date, member.name, _moved(group, member, moved))
             refused.add(member.name)
             continue
-        fresh = [c for c in member.main_columns if not _is_recorded(c, recorded[member.name])]
+        fresh = [c for c in columns if not _is_recorded(c, recorded[member.name])]
         if fresh:
             new[member.name] = fresh
     undated = {m: [c for c in columns if c.added is None] for m, columns in new.items()}
-    applied = member_applied_versions(spark, relations.state, [m for m, c in undated.items() if c])
+    applied = member_applied_versions(spark, state, [m for m, c in undated.items() if c])
     inferred: dict[str, list[str]] = {}
     for member, columns in undated.items():
         if not columns:
@@ -130,7 +162,7 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
         )
         # Recorded before the slots are added: a run killed in between knows them next time.
         slots = f"'{SLOTS_PROPERTY}' = '{now}'"
-        spark.sql(f"alter table {relations.state} set tblproperties ({slots}{listed})")
+        spark.sql(f"alter table {state} set tblproperties ({slots}{listed})")
         for member, names in inferred.items():
             print(
                 f"hashcdc: table '{member}' (group '{group.name}'): column(s) "
@@ -140,8 +172,8 @@ def evolve_group(spark: Any, schema: str, group: Group, business_date: str) -> G
                 file=sys.stdout,
                 flush=True,
             )
-    add_slots(spark, [relations.state, relations.history], slot_map)
-    return _dated(group, added)
+    add_slots(spark, [state, history], slot_map)
+    return added
 
 
 def add_slots(spark: Any, tables: list[str], slot_map: SlotMap) -> None:
@@ -197,6 +229,16 @@ def _moved(group: Group, member: Any, moved: list[Any]) -> str:
         "column's values yet; nothing of the table was written. Put the config back, or "
         "run the table on its own (no `group:`), where such a change is a widening or a "
         "removal (docs/schema-evolution.md)."
+    )
+
+
+def _now_sensitive(group: Group, member: Any, held: list[str], tables: tuple[str, str]) -> str:
+    return (
+        f"table '{member.name}': column(s) {', '.join(held)} of {member.config_file} are now "
+        f"marked sensitive, and group '{group.name}''s main tables ({', '.join(tables)}) hold "
+        "their values: sensitive values are never kept in the main tables; nothing of the "
+        "table was written. Keep the column(s) non-sensitive, or run the table on its own "
+        "(no `group:`) after its group's rows of it are gone."
     )
 
 

@@ -8,7 +8,7 @@ from functools import cached_property
 from typing import Any
 
 from hashcdc.config import TableConfig
-from hashcdc.groups.slots import SlotMap, place
+from hashcdc.groups.slots import SENSITIVE_SLOTS, SlotMap, place
 from hashcdc.relations import Relations
 
 
@@ -31,6 +31,28 @@ class Group:
         Placed once per group: the generator and the stage ask it once per member.
         """
         return place((m.name, [(c.name, c.type) for c in m.main_columns]) for m in self.members)
+
+    @cached_property
+    def sensitive_slot_map(self) -> SlotMap:
+        """Where each member's sensitive columns sit on the slots of ``<group>_sensitive_state``.
+
+        Their own slots (``sensitive_<type>_<n>``), apart from the others': no value of
+        theirs is stored in the group's main tables.
+        """
+        return place(
+            ((m.name, [(c.name, c.type) for c in m.sensitive_columns]) for m in self.members),
+            SENSITIVE_SLOTS,
+        )
+
+    @cached_property
+    def stage_slot_map(self) -> SlotMap:
+        """The slots of the group's stage: the main tables' and then the sensitive ones."""
+        return self.slot_map.joined(self.sensitive_slot_map)
+
+    @property
+    def sensitive_members(self) -> tuple[TableConfig, ...]:
+        """The members with sensitive columns (kept in the group's sensitive tables)."""
+        return tuple(m for m in self.members if m.sensitive_columns)
 
     @property
     def extract_type(self) -> str:

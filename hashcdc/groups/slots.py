@@ -21,6 +21,10 @@ from hashcdc.column_types import Family, column_type, decimal_scale, normalize_t
 # The column that names a row's member (re-exported: the groups' modules name it here).
 from hashcdc.relations import MEMBER_COLUMN as MEMBER_COLUMN
 
+# Before the names of the slots of the members' sensitive columns (``sensitive_string_1``):
+# in the group's stage beside the others, stored only in ``<group>_sensitive_state``.
+SENSITIVE_SLOTS = "sensitive_"
+
 _SLOT_TYPES = {
     Family.TEXT: "string",
     Family.INTEGER: "bigint",
@@ -81,6 +85,19 @@ class SlotMap:
         """The slot columns, in the state's order."""
         return [slot.name for slot in self.slots]
 
+    @property
+    def slots_hold_sensitive(self) -> bool:
+        """Whether any of the slots is a sensitive column's (:data:`SENSITIVE_SLOTS`)."""
+        return any(slot.name.startswith(SENSITIVE_SLOTS) for slot in self.slots)
+
+    def joined(self, other: SlotMap) -> SlotMap:
+        """Both maps' slots and placements: this one's, then ``other``'s (their names differ)."""
+        members = {
+            member: (*self.members.get(member, ()), *other.members.get(member, ()))
+            for member in {**self.members, **other.members}
+        }
+        return SlotMap((*self.slots, *other.slots), members)
+
     def as_property(self) -> str:
         """The map as readers without Spark find it (the state's ``hashcdc.slots``).
 
@@ -93,8 +110,11 @@ class SlotMap:
         )
 
 
-def place(members: Iterable[tuple[str, Sequence[tuple[str, str]]]]) -> SlotMap:
+def place(members: Iterable[tuple[str, Sequence[tuple[str, str]]]], prefix: str = "") -> SlotMap:
     """The slot map of a group from each member's (name, [(column, type), …]).
+
+    ``prefix``: before every slot's name (:data:`SENSITIVE_SLOTS`: the sensitive columns'
+    slots, beside the others' in the group's stage).
 
     Raises
     ------
@@ -112,17 +132,17 @@ def place(members: Iterable[tuple[str, Sequence[tuple[str, str]]]]) -> SlotMap:
         placed = []
         for column, data_type in columns:
             kind = slot_type(data_type)
-            prefix = _slot_prefix(kind)
-            used[prefix] = used.get(prefix, 0) + 1
-            slot = Slot(f"{prefix}_{used[prefix]}", kind)
+            kind_prefix = prefix + _slot_prefix(kind)
+            used[kind_prefix] = used.get(kind_prefix, 0) + 1
+            slot = Slot(f"{kind_prefix}_{used[kind_prefix]}", kind)
             placed.append(Placement(column, normalize_type(data_type) or data_type, slot))
-            types[prefix] = kind
-        for prefix, count in used.items():
-            widest[prefix] = max(widest.get(prefix, 0), count)
+            types[kind_prefix] = kind
+        for kind_prefix, count in used.items():
+            widest[kind_prefix] = max(widest.get(kind_prefix, 0), count)
         placements[member] = tuple(placed)
     slots = tuple(
-        Slot(f"{prefix}_{n}", types[prefix])
-        for prefix in sorted(widest)
-        for n in range(1, widest[prefix] + 1)
+        Slot(f"{kind_prefix}_{n}", types[kind_prefix])
+        for kind_prefix in sorted(widest)
+        for n in range(1, widest[kind_prefix] + 1)
     )
     return SlotMap(slots, placements)

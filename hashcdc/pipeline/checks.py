@@ -142,7 +142,7 @@ def _report_unapplied_events(
         return
     state = group.relations.in_schema(dbt.this.schema).state
     plans = member_plans(spark, state, command, members)
-    slot_map = group.slot_map
+    slot_map = group.stage_slot_map
     for member in group.members:
         if member.name in plans:
             before = plans[member.name].before
@@ -256,7 +256,7 @@ def validate_group_stage(dbt: Any, spark: SparkSession, written: DataFrame) -> N
     # One aggregation finds the members with a key twice (a feed's: two different events
     # of a key at one position); only theirs are looked at.
     repeated = _members_repeating_keys(written, group.is_feed)
-    slot_map = group.slot_map
+    slot_map = group.stage_slot_map
     run = outcomes.members_run(group.name, date, [m.name for m in group.enabled_members])
     for member in group.enabled_members:
         if member.name not in run:

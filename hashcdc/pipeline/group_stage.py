@@ -15,6 +15,7 @@ config's) is refused, not the group: the others run (:mod:`hashcdc.groups.outcom
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import reduce
@@ -29,12 +30,13 @@ from hashcdc.errors import InputDataError
 from hashcdc.groups import outcomes
 from hashcdc.groups.evolution import evolve_group
 from hashcdc.groups.members import Group
-from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
+from hashcdc.groups.slots import MEMBER_COLUMN, SENSITIVE_SLOTS, SlotMap
 from hashcdc.pipeline.columns import (
     EVENT_COLUMNS,
     HASH_COLUMNS,
     REJECT_DETAIL_COLUMNS,
     ROW_ERRORS,
+    SENSITIVE_HASH,
     SOURCE_FILE,
 )
 from hashcdc.pipeline.evolution.joining import check_joined
@@ -73,9 +75,16 @@ NOT_IN_STAGE = (
 )
 
 
-def _own_columns(is_feed: bool) -> tuple[str, ...]:
-    """The stage's own columns between the slots and :data:`TRAILING`: hashes (and events)."""
-    return (*[c.name for c in HASH_COLUMNS], *(EVENT_COLUMNS if is_feed else ()))
+def _own_columns(is_feed: bool, sensitive: bool = False) -> tuple[str, ...]:
+    """The stage's own columns between the slots and :data:`TRAILING`: hashes (and events).
+
+    ``sensitive``: the group has members with sensitive columns (their ``sensitive_hash``).
+    """
+    return (
+        *[c.name for c in HASH_COLUMNS],
+        *((SENSITIVE_HASH,) if sensitive else ()),
+        *(EVENT_COLUMNS if is_feed else ()),
+    )
 
 
 def on_slots(
@@ -87,22 +96,39 @@ def on_slots(
 ) -> DataFrame:
     """A member's stage rows with its columns on the group's slots (unused slots null).
 
+    ``slot_map``: the group's stage's (:attr:`Group.stage_slot_map`); where it has slots of
+    sensitive columns, the rows carry ``sensitive_hash`` (null for a member without them).
     ``named_by``: the rows are of several members placed as ``member`` is, each named by
     this column (:func:`_read_together`).
     """
     placed = {p.slot.name: p.column for p in slot_map.of(member)}
     slots = tuple((s.name, s.data_type) for s in slot_map.slots)
+    sensitive = slot_map.slots_hold_sensitive
+    own = _own_columns(is_feed, sensitive)
+    if sensitive and not _holds_sensitive(placed):
+        own = tuple(
+            F.lit(None).cast("binary").alias(name) if name == SENSITIVE_HASH else name
+            for name in own
+        )
     if named_by is not None:
-        return frame.select(*_slot_projection(named_by, placed, slots, is_feed))
+        return frame.select(*_slot_projection(named_by, placed, slots, own))
     return selected(
         frame,
         ("on_slots", member, slots, tuple(sorted(placed.items())), is_feed),
-        lambda: _slot_projection(F.lit(member), placed, slots, is_feed),
+        lambda: _slot_projection(F.lit(member), placed, slots, own),
     )
 
 
+def _holds_sensitive(slots: Iterable[str]) -> bool:
+    """Whether any of these slots is a sensitive column's."""
+    return any(name.startswith(SENSITIVE_SLOTS) for name in slots)
+
+
 def _slot_projection(
-    member: Column, placed: dict[str, str], slots: tuple[tuple[str, str], ...], is_feed: bool
+    member: Column,
+    placed: dict[str, str],
+    slots: tuple[tuple[str, str], ...],
+    own: Sequence[Column | str],
 ) -> list[Column | str]:
     """:func:`on_slots`' projection: the member's name, its slots, the stage's own columns."""
     return [
@@ -111,7 +137,7 @@ def _slot_projection(
             (F.col(placed[name]) if name in placed else F.lit(None)).cast(data_type).alias(name)
             for name, data_type in slots
         ],
-        *_own_columns(is_feed),
+        *own,
         *TRAILING,
     ]
 
@@ -142,13 +168,13 @@ def group_stage(
                 group.relations.in_schema(schema).changelog,
                 [(s.name, s.data_type) for s in group.slot_map.slots],
             )
-    slot_map = group.slot_map
+    slot_map, stage_slots = group.slot_map, group.stage_slot_map
     names = outcomes.members_run(group.name, date, [m.name for m in group.enabled_members])
     members = [m for m in group.enabled_members if m.name in names]
     if not members:
         raise InputDataError(f"group '{group.name}': no table of it runs {date} (paused or held)")
 
-    screened, units = _screened(spark, group.name, members, date, command, slot_map)
+    screened, units = _screened(spark, group.name, members, date, command, stage_slots)
     members = [m for m in members if m.name in screened]
     prior = _prior_state(spark, schema, group, date, command, [m.name for m in members])
     # A member whose events fill unavailable values marks them itself (the fill reads
@@ -173,7 +199,7 @@ def group_stage(
         except InputDataError as refusal:
             outcomes.refuse(group.name, date, member.name, str(refusal))
             return None
-        return on_slots(frame, member.name, slot_map, group.is_feed)
+        return on_slots(frame, member.name, stage_slots, group.is_feed)
 
     def fits(member: TableConfig) -> bool:
         try:
@@ -207,7 +233,7 @@ def group_stage(
             for member in alike:
                 outcomes.refuse(group.name, date, member.name, str(refusal))
             return None
-        return on_slots(frame, first.name, slot_map, group.is_feed, named_by)
+        return on_slots(frame, first.name, stage_slots, group.is_feed, named_by)
 
     def unit_frame(unit: Together) -> DataFrame | None:
         return member_frame(unit.members[0]) if unit.named_by is None else together_frame(unit)
@@ -442,10 +468,14 @@ def _prior_state(
 
 
 def member_rows(stage: DataFrame, member: str, slot_map: SlotMap) -> DataFrame:
-    """A member's rows of the group's stage with its own columns again (as its own stage)."""
+    """A member's rows of the group's stage with its own columns again (as its own stage).
+
+    ``slot_map``: the stage's (:attr:`Group.stage_slot_map`).
+    """
+    columns = stage.columns
     return stage.where(F.col(MEMBER_COLUMN) == member).select(
         *_named_back(member, slot_map),
-        *_own_columns(EVENT_COLUMNS[0] in stage.columns),
+        *_own_columns(EVENT_COLUMNS[0] in columns, SENSITIVE_HASH in columns),
         *TRAILING,
     )
 
@@ -473,7 +503,7 @@ def group_rejected_rows(
 ) -> DataFrame:
     """The rejected rows of the group's members for ``<group>_rejects``, each naming its table."""
     group = Group.from_dict(group_data)
-    slot_map = group.slot_map
+    slot_map = group.stage_slot_map
     date = parse_business_date(business_date)
     run = set(outcomes.members_run(group.name, date, [m.name for m in group.enabled_members]))
     with_rejects = run & {

@@ -428,11 +428,9 @@ class Stream:
             if not self.spark.catalog.tableExists(f"{self.schema}.{current}"):
                 nodes.append(current)
         if unit.is_group:
-            nodes += [
-                m.relations.current
-                for m in unit.members
-                if not self.spark.catalog.tableExists(f"{self.schema}.{m.relations.current}")
-            ]
+            views = [m.relations.current for m in unit.members]
+            views += [m.relations.sensitive_current for m in unit.members if m.sensitive_columns]
+            nodes += [v for v in views if not self.spark.catalog.tableExists(f"{self.schema}.{v}")]
         variables = [
             "--vars",
             json.dumps({MICRO_BATCH_VAR: files or True, RETRIES_VAR: self._retried(unit)}),

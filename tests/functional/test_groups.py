@@ -7,8 +7,10 @@ kept, while its siblings are committed), a paused member, a rerun of the group's
 one of a member's alone, a member replayed alone, retention per member, `hashcdc
 compact`, a column appended to one member and one widened; each member reads as its own
 tables (`<t>_current`, `_history`, `_scd2`, `_rejects`, `_changelog`, `--as-of`), with the
-values and types of its own config. Tables that ran on their own join a group. The
-expected rows are written out here, never computed by the code under test.
+values and types of its own config, and its sensitive columns in the group's sensitive
+tables only (`<t>_sensitive_current`, `_sensitive_history`). Tables that ran on their own
+join a group, sensitive tables and all. The expected rows are written out here, never
+computed by the code under test.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import csv
 import datetime as dt
 import io
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,6 +43,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
             {"name": "id", "type": "int", "key": True},
             {"name": "name", "type": "string"},
             {"name": "score", "type": "double"},
+            {"name": "email", "type": "string", "sensitive": True},
         ],
         "history_retention_days": 1,
         "changelog": True,
@@ -71,9 +75,23 @@ CONFIGS: dict[str, dict[str, Any]] = {
 
 EXTRACTS: dict[str, dict[str, list[list[Any]]]] = {
     "customers": {
-        D1: [[1, "alice", 1.5], [2, "bob", 2.0], [3, "carol", 3.25]],
-        D2: [[1, "alice", 1.5], [2, "bobby", 2.0], [4, "dave", 4.0]],
-        D3: [[1, "alice", 1.75], [2, "bobby", 2.0], [4, "dave", 4.0], [5, "erin", None]],
+        # Alice's e-mail changes on D2 (a change of her sensitive row only), Erin has none.
+        D1: [
+            [1, "alice", 1.5, "a@x.org"],
+            [2, "bob", 2.0, "b@x.org"],
+            [3, "carol", 3.25, "c@x.org"],
+        ],
+        D2: [
+            [1, "alice", 1.5, "al@x.org"],
+            [2, "bobby", 2.0, "b@x.org"],
+            [4, "dave", 4.0, "d@x.org"],
+        ],
+        D3: [
+            [1, "alice", 1.75, "al@x.org"],
+            [2, "bobby", 2.0, "b@x.org"],
+            [4, "dave", 4.0, "d@x.org"],
+            [5, "erin", None, None],
+        ],
     },
     "orders": {
         # Order 13's amount does not cast either: its rejects row goes with retention.
@@ -133,6 +151,14 @@ def _current(project: Any, table: str, columns: str) -> set[tuple[Any, ...]]:
     return {tuple(r.values()) for r in project.rows(f"select {columns} from {table}_current")}
 
 
+def _emails(project: Any, relation: str = "customers_sensitive_current") -> set[tuple[Any, ...]]:
+    """Each customer's sensitive row (id from the main current view, by keyhash)."""
+    rows = project.rows(
+        f"select c.id, s.email from customers_current c join {relation} s using (keyhash)"
+    )
+    return {tuple(r.values()) for r in rows}
+
+
 def _counts(project: Any, date: str) -> dict[str, tuple[int, ...]]:
     rows = project.rows(
         "select table_name, rows_in, rejects, inserted, updated, deleted, not_supplied, "
@@ -179,6 +205,31 @@ def test_a_group_of_four_tables_over_four_dates(
         (12, 3, Decimal("1.00"), dt.date(2024, 5, 2)),
     }
     assert _current(project, "notes", "note_id, text, pinned") == {(1, "hello", False)}
+    # Customers' e-mail is sensitive: kept in the group's sensitive tables only, compared
+    # by its own hash (alice's new e-mail is no update of her main row), read by keyhash.
+    assert _emails(project) == {(1, "al@x.org"), (2, "b@x.org"), (4, "d@x.org")}
+    sensitive_history = project.rows(
+        "select business_date, operation, email from customers_sensitive_history order by 1, 3"
+    )
+    assert [(str(r["business_date"]), r["operation"], r["email"]) for r in sensitive_history] == [
+        (D1, "I", "a@x.org"), (D1, "I", "b@x.org"), (D1, "I", "c@x.org"),
+        (D2, "U", "al@x.org"), (D2, "D", "c@x.org"), (D2, "I", "d@x.org"),
+    ]  # fmt: skip
+    for relation in (
+        f"{GROUP}_state",
+        f"{GROUP}_history",
+        f"{GROUP}_changelog",
+        "customers_current",
+    ):
+        described = [r["col_name"] for r in project.rows(f"describe table {relation}")]
+        assert not any("sensitive" in c or c == "email" for c in described), (relation, described)
+    assert project.rows(
+        f"select count(*) as n from {GROUP}_state where string_1 like '%@x.org' "
+        "or string_2 like '%@x.org'"
+    ) == [{"n": 0}]
+    for relation in ("state", "history", "changelog", "rejects"):
+        files = list(Path(_location(project, f"{GROUP}_{relation}")).rglob("*.parquet"))
+        assert files and not any(b"x.org" in f.read_bytes() for f in files), relation
     # Each member's views have its own columns and types, not the group's slots.
     types = {
         r["col_name"]: r["data_type"]
@@ -238,6 +289,7 @@ def test_a_group_of_four_tables_over_four_dates(
     ]
     assert "table 'orders'" in out and "max_reject_fraction" in out, out[-3000:]
     assert _current(project, "customers", "id, score") == {(1, 1.75), (2, 2.0), (4, 4.0), (5, None)}
+    assert _emails(project) == {(1, "al@x.org"), (2, "b@x.org"), (4, "d@x.org"), (5, None)}
     assert _current(project, "regions", "code, label") == regions_before
     assert (12, 3) in _current(project, "orders", "order_id, customer_id")
     assert project.rows(
@@ -315,7 +367,7 @@ def test_a_group_of_four_tables_over_four_dates(
     project.write_csv(
         f"landing/customers/{D3}/part.csv",
         header,
-        [*EXTRACTS["customers"][D3][:3], [5, "erin", 5.5]],
+        [*EXTRACTS["customers"][D3][:3], [5, "erin", 5.5, "e@x.org"]],
     )
     code, out = _run(project, capsys, "run", "--date", D3, "--select", "customers")
     assert code == 0, out[-3000:]
@@ -323,6 +375,11 @@ def test_a_group_of_four_tables_over_four_dates(
     assert project.rows(
         f"select id, score from customers_history where business_date = '{D3}' and id = 5"
     ) == [{"id": 5, "score": 5.5}]
+    assert (5, "e@x.org") in _emails(project)
+    assert project.rows(
+        "select operation, email from customers_sensitive_history "
+        f"where business_date = '{D3}' and email like 'e%'"
+    ) == [{"operation": "I", "email": "e@x.org"}]
     assert sorted(project.rows(siblings), key=key) == sorted(state_before, key=key)
     assert sorted(project.rows(siblings_history), key=key) == sorted(history_before, key=key)
     [latest] = project.rows("select invocation_id from cdc_runs order by ended_at desc limit 1")
@@ -360,6 +417,7 @@ def test_a_group_of_four_tables_over_four_dates(
         return {r["d"] for r in found}
 
     assert dates_of("customers_history") == {D2, D3}
+    assert dates_of("customers_sensitive_history") == {D2, D3}
     assert dates_of("orders_history") == {D1, D2, D3}
     assert dates_of("orders_rejects") == {D2}
 
@@ -371,6 +429,7 @@ def test_a_group_of_four_tables_over_four_dates(
     compacted = [line.split(":")[0] for line in out.splitlines() if line.endswith(": compacting")]
     assert [name.split(".")[-1] for name in compacted] == [
         f"{GROUP}_state", f"{GROUP}_history", f"{GROUP}_rejects",
+        f"{GROUP}_sensitive_state", f"{GROUP}_sensitive_history",
     ]  # fmt: skip
     assert "not a Delta table" not in out, out
     key = lambda row: bytes(row["keyhash"])  # noqa: E731
@@ -422,9 +481,11 @@ def test_a_group_of_four_tables_over_four_dates(
     # updates, and the member's views have it with its type.
     # And one member's column widened (int to bigint: an exact widening keeps its slot and
     # its hashes), with a value beyond int.
+    # A sensitive column appended too: its first date is its group's sensitive state's.
     joined = {"name": "joined", "type": "timestamp"}
+    phone = {"name": "phone", "type": "string", "sensitive": True}
     customers = _config("customers")
-    customers["columns"] = [*CONFIGS["customers"]["columns"], joined]
+    customers["columns"] = [*CONFIGS["customers"]["columns"], joined, phone]
     # Orders' placed date is no longer sent (removed), regions' label is renamed title.
     orders = _config("orders")
     orders["columns"] = [
@@ -443,9 +504,10 @@ def test_a_group_of_four_tables_over_four_dates(
     _configure(project, {"customers": customers, "orders": orders, "regions": regions})
     project.write_csv(
         f"landing/customers/{D4}/part.csv",
-        ["id", "name", "score", "joined"],
-        [[1, "alice", 1.75, "2024-01-02 10:00:00"], [2, "bobby", 2.0, ""],
-         [4, "dave", 4.5, ""], [5, "erin", 5.5, ""]],
+        ["id", "name", "score", "email", "joined", "phone"],
+        [[1, "alice", 1.75, "al@x.org", "2024-01-02 10:00:00", "555"],
+         [2, "bobby", 2.0, "b@x.org", "", ""], [4, "dave", 4.5, "d@x.org", "", ""],
+         [5, "erin", 5.5, "e@x.org", "", ""]],
     )  # fmt: skip
     project.write_csv(
         f"landing/orders/{D4}/part.csv",
@@ -456,6 +518,22 @@ def test_a_group_of_four_tables_over_four_dates(
     code, out = _run(project, capsys, "run", "--date", D4)
     assert code == 0, out[-3000:]
     assert "column(s) 'joined' first appear in the extract of 2024-05-04" in out, out[-3000:]
+    assert "column(s) 'phone' first appear in the extract of 2024-05-04" in out, out[-3000:]
+    # Alice's phone, the one value, is no update of her sensitive row either.
+    assert project.rows(
+        f"select count(*) as n from customers_sensitive_history where business_date = '{D4}'"
+    ) == [{"n": 0}]
+    assert project.rows(
+        "select c.id, s.phone from customers_current c join customers_sensitive_current s "
+        "using (keyhash) order by 1"
+    ) == [{"id": 1, "phone": "555"}, *({"id": i, "phone": ""} for i in (2, 4, 5))]
+    sensitive_properties = {
+        r["key"]: r["value"] for r in project.rows(f"show tblproperties {GROUP}_sensitive_state")
+    }
+    assert sensitive_properties["hashcdc.slots"] == (
+        "customers:email=sensitive_string_1;customers:phone=sensitive_string_2"
+    )
+    assert sensitive_properties["hashcdc.added.customers.phone"] == D4
     # Dave's score is the one update; the others differ by the added column only (N).
     assert _counts(project, D4)["customers"] == (4, 0, 0, 1, 0, 0, 3, "success")
     assert project.rows("select id, joined from customers_current where joined is not null") == [
@@ -515,6 +593,7 @@ JOINING: dict[str, dict[str, Any]] = {
         "columns": [
             {"name": "code", "type": "string", "key": True},
             {"name": "text", "type": "string"},
+            {"name": "owner", "type": "string", "sensitive": True},
         ],
     },
     "ledgers": {
@@ -531,11 +610,12 @@ JOINING_EXTRACTS: dict[str, dict[str, list[list[Any]]]] = {
         D3: [[1, "a", "1.50"], [2, "bb", "2.00"], [4, "d", "4.00"], [5, "e", "5.00"]],
         D4: [[1, "a", "1.50"], [2, "b", "2.00"], [4, "d", "4.00"]],
     },
+    # The owners change alone: x's on D2 (on its own), z's on D3 (in the group).
     "labels": {
-        D1: [["x", "ex"], ["y", "why"]],
-        D2: [["x", "ex"], ["y", "why"], ["z", "zed"]],
-        D3: [["x", "ex"], ["z", "zed"]],
-        D4: [["x", "ex"], ["z", "zed"]],
+        D1: [["x", "ex", "o1"], ["y", "why", "o2"]],
+        D2: [["x", "ex", "o1b"], ["y", "why", "o2"], ["z", "zed", "o3"]],
+        D3: [["x", "ex", "o1b"], ["z", "zed", "o3c"]],
+        D4: [["x", "ex", "o1b"], ["z", "zed", "o3c"]],
     },
     "ledgers": {D1: [[1, 1.0]], D2: [[1, 2.0]], D3: [[1, 2.0]], D4: [[1, 2.0]]},
 }
@@ -572,8 +652,19 @@ def test_tables_that_ran_on_their_own_join_a_group(
     assert counts["accounts"] == (4, 0, 1, 1, 0, 0, 2, "success")
     assert counts["labels"] == (2, 0, 0, 0, 1, 0, 2, "success")
     tables = {r["tableName"]: r["isTemporary"] for r in project.rows("show tables")}
-    assert not {"accounts_state", "labels_state"} & set(tables)
+    assert not {"accounts_state", "labels_state", "labels_sensitive_state"} & set(tables)
     assert {"books_state", "books_history", "ledgers_state"} <= set(tables)
+    # Labels' sensitive tables joined the group's: its dates on its own, then the group's.
+    owners = project.rows("select owner, operation, business_date from labels_sensitive_history")
+    assert sorted((r["owner"], r["operation"], str(r["business_date"])) for r in owners) == [
+        ("o1", "I", D1), ("o1b", "U", D2), ("o2", "D", D3), ("o2", "I", D1),
+        ("o3", "I", D2), ("o3c", "U", D3),
+    ]  # fmt: skip
+    assert project.rows(
+        "select l.code, s.owner from labels_current l join labels_sensitive_current s "
+        "using (keyhash) order by 1"
+    ) == [{"code": "x", "owner": "o1b"}, {"code": "z", "owner": "o3c"}]
+    assert {"books_sensitive_state", "books_sensitive_history"} <= set(tables)
     history = {
         (r["id"], r["operation"], str(r["business_date"]))
         for r in project.rows("select id, operation, business_date from accounts_history")
@@ -645,7 +736,8 @@ def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str
     one member's events; ``people`` is the worked example of tests/functional/test_feeds.py.
     """
     people = feed_config("people", PERSON, changelog=True) | {"group": "log"}
-    tags = feed_config("tags", TAG) | {"group": "log"}
+    owner = {"name": "owner", "type": "string", "sensitive": True}
+    tags = feed_config("tags", [*TAG, owner]) | {"group": "log"}
     # Alike to people (a changelog is not part of the stage's plan): read with it, but on
     # the date its events carry the unavailable-value placeholder, by a plan of its own
     # that fills it from its own previous row.
@@ -664,8 +756,9 @@ def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str
         [create(1, code="a", weight=1.0), create(2, code="b", weight=2.0), create(3, code="c")],
         # Everything before the truncate is void: a, b and c are gone, d is new.
         [update(4, {"code": "b"}, code="b", weight=2.5), delete(5, code="c"), truncate(6),
-         create(7, code="d", weight=4.0)],
-        [update(8, {"code": "d"}, code="d", weight=4.5), create(9, code="e", weight=5.0)],
+         create(7, code="d", weight=4.0, owner="o1")],
+        [update(8, {"code": "d"}, code="d", weight=4.5, owner="o1"),
+         create(9, code="e", weight=5.0, owner="o2")],
     ]  # fmt: skip
     folk_events = [
         [create(1, id=1, name="fred")],
@@ -718,6 +811,21 @@ def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str
         f"from people_changelog where business_date = date'{D3}'"
     )
     assert changelog == [{"before": "blob", "after": "Bob", "changed_columns": ["name"]}]
+    # Tags' owner is sensitive: its own state and history, d's new weight no change there.
+    owners = project.rows(
+        "select cast(business_date as string) as d, operation, owner from tags_sensitive_history"
+    )
+    assert sorted((r["d"], r["operation"], r["owner"] or "") for r in owners) == [
+        (D1, "I", ""), (D1, "I", ""), (D1, "I", ""),
+        (D2, "D", ""), (D2, "D", ""), (D2, "D", ""), (D2, "I", "o1"),
+        (D3, "I", "o2"),
+    ]  # fmt: skip
+    owners_sql = (
+        "select t.code, s.owner from tags_current t join tags_sensitive_current s "
+        "using (keyhash) order by 1"
+    )
+    owned = [{"code": "d", "owner": "o1"}, {"code": "e", "owner": "o2"}]
+    assert project.rows(owners_sql) == owned
     # rows_in, rejects, I, U, D, X, N, status: each member counted from its own events.
     assert _counts(project, D3) == {
         "folks": (1, 0, 0, 1, 0, 1, 0, "success"),
@@ -741,6 +849,7 @@ def test_a_group_of_change_feeds(project: Any, capsys: pytest.CaptureFixture[str
         ("e", 5.0, "I"),
     }
     assert _current(project, "people", "id, name") == {(0, "Alice"), (1, "Bob")}
+    assert project.rows(owners_sql) == owned
     assert _query(project, capsys, "select code from tags_current order by code", D1) == [
         ["a"], ["b"], ["c"],
     ]  # fmt: skip

@@ -348,12 +348,15 @@ def _member_commits(project: Any, group: str) -> list[tuple[str, list[str], bool
 
 def test_stream_over_a_group_applies_its_tables_in_one_batch(project: Any, capsys: Any) -> None:
     """The feeds of a group: one micro-batch (one dbt invocation, one commit) for all the
-    tables with new events; a table without any is held back, its rows untouched."""
+    tables with new events; a table without any is held back, its rows untouched. Their
+    sensitive column is the group's sensitive state's, committed in the same batches."""
     # Service levels: the test events' commits are from 2023, so pets' minute is missed and
     # people's 4,000 days are kept.
     objectives = {"people": {"within": "4000d"}, "pets": {"within": "1m", "percent": 99}}
+    pin = {"name": "pin", "type": "string", "sensitive": True}
     for name in ("people", "pets"):
-        project.add_table(feed_config(name, PERSON) | {"group": "home", "slo": objectives[name]})
+        config = feed_config(name, [*PERSON, pin])
+        project.add_table(config | {"group": "home", "slo": objectives[name]})
 
     # Only people's events: pets is held back from the batch (no commit names it).
     _deliver(project, "people", DATES[0], "a", FIRST)
@@ -375,6 +378,7 @@ def test_stream_over_a_group_applies_its_tables_in_one_batch(project: Any, capsy
         (DATES[0], ["people"], True),
         (DATES[0], ["people", "pets"], True),
     ]
+    assert _member_commits(project, "home_sensitive") == _member_commits(project, "home")
     assert _current(project, "people") == [(1, "bobby"), (3, "dave"), (5, "alice")]
     assert _current(project, "pets") == [(1, "bobby"), (3, "dave"), (5, "alice")]
 
@@ -387,6 +391,10 @@ def test_stream_over_a_group_applies_its_tables_in_one_batch(project: Any, capsy
     assert f"pets {DATES[0]}: closed: I 3 U 0 D 0" in out, out
     assert f"pets {DATES[1]}: applied: I 2 U 0 D 3 (4 event(s) read)" in out, out
     assert _current(project, "pets") == [(8, "eve"), (11, "frank")]
+    assert project.rows(
+        "select c.id, s.pin from pets_current c join pets_sensitive_current s using (keyhash) "
+        "order by 1"
+    ) == [{"id": 8, "pin": None}, {"id": 11, "pin": None}]
     assert _current(project, "people") == [(1, "bobby"), (3, "dave"), (5, "alice")]
     expected = [
         (DATES[0], "I", 1, "bobby"),

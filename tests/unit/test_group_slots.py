@@ -94,7 +94,6 @@ FEED = {
 @pytest.mark.parametrize(
     ("extra", "column", "key", "message"),
     [
-        ({}, {"sensitive": True}, {}, "no sensitive columns"),
         (FEED, {}, {"key": False}, "a change feed in a group has a key"),
         (
             {**FEED, "changes": {"sequence_by": ["source.lsn"], "history": "audit"}},
@@ -193,6 +192,63 @@ def test_a_group_generates_its_models_and_each_members_views(tmp_path: Path) -> 
     assert excluded([], views) == []
     # No member keeps a changelog: the group has none.
     assert not any("changelog" in path for path in files)
+
+
+def test_a_members_sensitive_columns_are_kept_in_the_groups_sensitive_tables(
+    tmp_path: Path,
+) -> None:
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    people = _member(
+        "people",
+        [("id", "bigint"), ("city", "string"), ("email", "string"), ("born", "date")],
+        sensitive_grants={"select": ["pii_readers"]},
+    )
+    for column in people["columns"][2:]:  # type: ignore[index]
+        column["sensitive"] = True
+    members = [people, _member("regions", [("code", "string"), ("label", "string")])]
+    for raw in members:
+        (tables / f"{raw['name']}.yml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    configs = load_table_configs(tables)
+    group = groups_of(configs)["crm"]
+    # The sensitive columns sit on slots of their own, never on the main state's.
+    assert group.slot_map.slot_names() == ["bigint_1", "string_1", "string_2"]
+    assert group.sensitive_slot_map.slot_names() == ["sensitive_date_1", "sensitive_string_1"]
+    assert [p.slot.name for p in group.stage_slot_map.of("people")] == [
+        "bigint_1", "string_1", "sensitive_string_1", "sensitive_date_1",
+    ]  # fmt: skip
+    assert group.stage_slot_map.of("regions") == group.slot_map.of("regions")
+    files = {str(f.path): f.content for f in generate.generated_files(configs)}
+    state = files["models/crm/crm_state.sql"]
+    assert "sensitive" not in state.split("hashcdc.cdc_state(")[1]
+    sensitive = files["models/crm/crm_sensitive_state.sql"]
+    # Compared by its own hash, after the main state (whose refusals it follows), for the
+    # members with sensitive columns only; no delete guard of its own.
+    assert "hash_column='sensitive_hash'" in sensitive
+    assert "depends_on: {{ ref('crm_state') }}" in sensitive
+    assert "members={'people': 1.0}" in sensitive
+    assert "refuse_mass_deletes" not in sensitive
+    assert "'hashcdc.slots': 'people:email=sensitive_string_1;people:born=sensitive_date_1'" in (
+        sensitive
+    )
+    for name in ("crm_sensitive_current", "crm_sensitive_history"):
+        assert "ref('crm_sensitive_state')" in files[f"models/crm/{name}.sql"]
+    view = files["models/crm/people/people_sensitive_current.sql"]
+    assert "ref('crm_sensitive_current')" in view
+    assert "['email', 'sensitive_string_1', 'string']" in view
+    assert "grants={'select': ['pii_readers']}" in view
+    assert "grants" not in files["models/crm/people/people_current.sql"]
+    assert "ref('crm_sensitive_history')" in files[
+        "models/crm/people/people_sensitive_history.sql"
+    ]
+    assert "models/crm/regions/regions_sensitive_current.sql" not in files
+    assert "crm_sensitive_current" in group_view_names(configs)
+    properties = yaml.safe_load(files["models/crm/_crm__models.yml"])
+    described = {m["name"]: m for m in properties["models"]}
+    assert [c["name"] for c in described["people_sensitive_current"]["columns"]][:2] == [
+        "email", "born",
+    ]  # fmt: skip
+    assert "sensitive_hash" in files["python_models/stg_crm.yml"]
 
 
 def test_a_members_changelog_is_its_view_of_the_groups(tmp_path: Path) -> None:

@@ -131,31 +131,13 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
     if not own:
         return []
     relations = group.relations.in_schema(schema)
-    exists = spark.catalog.tableExists(relations.state)
-    held = (
-        member_applied_versions(spark, relations.state, list(own))
-        if exists
-        else {m: [] for m in own}
-    )
-    dates: dict[str, list[DateVersion]] = {}
     for member, tables in own.items():
         _check_hashes(spark, group, member, tables.state)
-        before = held[member][-1].business_date if held[member] else ""
-        dates[member] = [
-            d for d in applied_versions(spark, tables.state) if d.business_date > before
-        ]
     slot_map = group.slot_map
-    if exists:
-        add_slots(spark, [relations.state, relations.history], slot_map)
+    if spark.catalog.tableExists(relations.state):
         evolve_group_images(
             spark, relations.changelog, [(s.name, s.data_type) for s in slot_map.slots]
         )
-    _copy_dated(
-        spark,
-        relations.history,
-        {m: _on_slots(spark, r.history, m, slot_map, HISTORY_OWN_COLUMNS) for m, r in own.items()},
-        history_properties(),
-    )
     _copy_dated(
         spark,
         relations.rejects,
@@ -172,18 +154,26 @@ def join_group(spark: Any, schema: str, group: Group, views: bool = False) -> li
         },
         history_properties(),
     )
-    if exists:
-        _apply_dates(spark, relations.state, own, dates, slot_map, None)
-        # The others' entries stay as recorded: their changes are the stage's to record.
-        recorded = recorded_slots(table_properties(spark, relations.state))
-        slots = slots_property(recorded, slot_map, set(own))
-        listed = _listed({SLOTS_PROPERTY: slots} | _added(spark, own))
-        spark.sql(f"alter table {relations.state} set tblproperties ({listed})")
-    else:
-        _write_state(spark, relations.state, own, dates, group)
-    _drop_own(spark, own, views, _keeping_changelog(group))
+    sensitive = _keeping_sensitive(spark, group, own)
+    if sensitive:
+        # Before the main state, whose slot map records the join as done.
+        _join_tables(
+            spark,
+            group,
+            (relations.sensitive_state, relations.sensitive_history),
+            {m: (own[m].sensitive_state, own[m].sensitive_history) for m in sensitive},
+            group.sensitive_slot_map,
+        )
+    held = _join_tables(
+        spark,
+        group,
+        (relations.state, relations.history),
+        {m: (r.state, r.history) for m, r in own.items()},
+        slot_map,
+    )
+    _drop_own(spark, own, views, _keeping_changelog(group), sensitive)
     for member in own:
-        applied = [*held[member], *dates[member]]
+        applied = held[member]
         span = f"{applied[0].business_date} to {applied[-1].business_date}" if applied else "none"
         print(
             f"hashcdc: table '{member}' joined group '{group.name}': its dates ({span}), "
@@ -320,38 +310,81 @@ def _copy_dated(
     )
 
 
-def _write_state(
+def _keeping_sensitive(spark: Any, group: Group, own: dict[str, Relations]) -> list[str]:
+    """The joining members whose config has sensitive columns and who have their own tables."""
+    configs = {m.name: m for m in group.members}
+    return [
+        member
+        for member, tables in own.items()
+        if configs[member].sensitive_columns and is_delta(spark, tables.sensitive_state)
+    ]
+
+
+def _join_tables(
     spark: Any,
-    state: str,
-    own: dict[str, Relations],
-    dates: dict[str, list[DateVersion]],
     group: Group,
-) -> None:
-    """A new group's state from its members' own, written beside it, renamed into place."""
-    written = state + REWRITE_SUFFIX
-    spark.sql(f"drop table if exists {written}")
-    properties = (
-        state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
-        | NEW_STATE_PROPERTIES
-        | {SLOTS_PROPERTY: group.slot_map.as_property()}
-        | _added(spark, own)
+    tables: tuple[str, str],
+    own: dict[str, tuple[str, str]],
+    slot_map: SlotMap,
+) -> dict[str, list[DateVersion]]:
+    """The members' own state and history (``own``) taken into the group's (``tables``).
+
+    The history's every date, then a commit of the group's state per date the member's
+    state holds after the group's latest of it; the state records the members' slots
+    (``slot_map``'s) and added columns last. Returns each member's dates the group's
+    state holds now.
+    """
+    state, history = tables
+    exists = spark.catalog.tableExists(state)
+    held = member_applied_versions(spark, state, list(own)) if exists else {m: [] for m in own}
+    dates: dict[str, list[DateVersion]] = {}
+    for member, (own_state, _) in own.items():
+        before = held[member][-1].business_date if held[member] else ""
+        dates[member] = [d for d in applied_versions(spark, own_state) if d.business_date > before]
+    if exists:
+        add_slots(spark, [state, history], slot_map)
+    _copy_dated(
+        spark,
+        history,
+        {m: _on_slots(spark, h, m, slot_map, HISTORY_OWN_COLUMNS) for m, (_, h) in own.items()},
+        history_properties(),
     )
-    listed = _listed(properties)
-    if _apply_dates(spark, written, own, dates, group.slot_map, listed):
-        spark.sql(f"alter table {written} rename to {state}")
+    states = {m: own_state for m, (own_state, _) in own.items()}
+    added = _added(spark, states)
+    if exists:
+        _apply_dates(spark, state, states, dates, slot_map, None)
+        # The others' entries stay as recorded: their changes are the stage's to record.
+        recorded = recorded_slots(table_properties(spark, state))
+        slots = slots_property(recorded, slot_map, set(own))
+        listed = _listed({SLOTS_PROPERTY: slots} | added)
+        spark.sql(f"alter table {state} set tblproperties ({listed})")
+    else:
+        # A new group's state is written beside its name and renamed into place.
+        written = state + REWRITE_SUFFIX
+        spark.sql(f"drop table if exists {written}")
+        properties = (
+            state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
+            | NEW_STATE_PROPERTIES
+            | {SLOTS_PROPERTY: slot_map.as_property()}
+            | added
+        )
+        if _apply_dates(spark, written, states, dates, slot_map, _listed(properties)):
+            spark.sql(f"alter table {written} rename to {state}")
+    return {member: [*held[member], *dates[member]] for member in own}
 
 
 def _apply_dates(
     spark: Any,
     state: str,
-    own: dict[str, Relations],
+    own: dict[str, str],
     dates: dict[str, list[DateVersion]],
     slot_map: SlotMap,
     create: str | None,
 ) -> bool:
     """A commit of ``state`` per date, in date order, applying it to the members that hold it.
 
-    Each member's rows as its own state held them at that date, on the slots.
+    Each member's rows as its own state (``own``: member -> its state) held them at that
+    date, on the slots.
     ``create``: ``state`` is made by the first commit, with these properties. Returns
     whether there was a date.
     """
@@ -361,7 +394,7 @@ def _apply_dates(
             by_date.setdefault(date.business_date, {})[member] = date.last_version
     for number, (date, versions) in enumerate(sorted(by_date.items())):
         select = " union all ".join(
-            _on_slots(spark, own[m].state, m, slot_map, STATE_OWN_COLUMNS, v) or ""
+            _on_slots(spark, own[m], m, slot_map, STATE_OWN_COLUMNS, v) or ""
             for m, v in sorted(versions.items())
         )
         spark.sql(f"set {COMMIT_METADATA_SETTING} = {commit_metadata(date, members=versions)}")
@@ -393,28 +426,43 @@ def _in_order_of(spark: Any, table: str, select: str) -> str:
     return f"select {columns} from ({select}) as joined"
 
 
-def _added(spark: Any, own: dict[str, Relations]) -> dict[str, str]:
-    """The first dates of the columns added to each member, as the group's state records them."""
+def _added(spark: Any, states: dict[str, str]) -> dict[str, str]:
+    """The first dates of the columns added to each member, as the group's state records them.
+
+    ``states``: each member's own state.
+    """
     return {
         f"{ADDED_PROPERTY_PREFIX}{member}.{key.removeprefix(ADDED_PROPERTY_PREFIX)}": value
-        for member, tables in own.items()
-        for key, value in table_properties(spark, tables.state).items()
+        for member, state in states.items()
+        for key, value in table_properties(spark, state).items()
         if key.startswith(ADDED_PROPERTY_PREFIX)
     }
 
 
-def _drop_own(spark: Any, own: dict[str, Relations], views: bool, changelogs: set[str]) -> None:
+def _drop_own(
+    spark: Any,
+    own: dict[str, Relations],
+    views: bool,
+    changelogs: set[str],
+    sensitive: list[str],
+) -> None:
     """The members' own tables, now the group's, and with ``views`` their own views.
 
-    ``changelogs``: the members whose own changelog the group's took (one the config no
-    longer keeps stays as it is).
+    ``changelogs``, ``sensitive``: the members whose own changelog, and whose own
+    sensitive tables, the group's took (one the config no longer keeps stays as it is).
 
     A date's run leaves the views to its dbt invocation, which replaces them with the
     member's (it listed them before the stage ran: a view dropped under it is not found).
     """
     for tables in own.values():
+        keeps_sensitive = tables.table in sensitive
         for view in (tables.current, tables.scd2) if views else ():
             spark.sql(f"drop view if exists {view}")
+        if views and keeps_sensitive:
+            spark.sql(f"drop view if exists {tables.sensitive_current}")
+        if keeps_sensitive:
+            spark.sql(f"drop table if exists {tables.sensitive_history}")
+            spark.sql(f"drop table if exists {tables.sensitive_state}")
         for table in (tables.history, tables.rejects, tables.state):
             spark.sql(f"drop table if exists {table}")
         if tables.table in changelogs:

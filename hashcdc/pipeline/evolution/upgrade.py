@@ -86,11 +86,17 @@ def stored_tables(schema: str, table: TableConfig) -> list[str]:
     """The tables a table's rows are stored in (what ``hashcdc compact`` compacts).
 
     Its states and dated tables; a group member's, its group's state, history and rejects
-    (shared with its siblings).
+    (shared with its siblings), and its sensitive state and history when it has such columns.
     """
     if table.group is not None:
         relations = Relations(table.group).in_schema(schema)
-        return [relations.state, relations.history, relations.rejects]
+        sensitive = [relations.sensitive_state, relations.sensitive_history]
+        return [
+            relations.state,
+            relations.history,
+            relations.rejects,
+            *(sensitive if table.sensitive_columns else []),
+        ]
     return state_tables(schema, table) + dated_tables(schema, table)
 
 
