@@ -71,8 +71,9 @@
     {#- Post-hook of a state model, after end_date_commit: switch the state's deletion
         vectors on once it holds var('hashcdc_deletion_vectors_from_mib') MiB (a state is
         made without them: on a small one they only cost jobs; hashcdc/state/maintenance.py).
-        A negative value never switches them on. -#}
-    {%- if execute and hashcdc._is_writing_command() -%}
+        A negative value never switches them on. Not at a stream's micro-batch: its size is
+        looked at when its date is closed (a look is a job, a batch is seconds). -#}
+    {%- if execute and hashcdc._is_writing_command() and not hashcdc.date_command().micro_batch -%}
         {%- set done = adapter.hashcdc_deletion_vectors_by_size(
             state, var('hashcdc_deletion_vectors_from_mib')) -%}
         {%- if done -%}
