@@ -122,7 +122,7 @@ def _evolve_tables(
         columns = [c for c in member.columns if c.name in placed[member.name]]
         renamed = {c.name: c.renamed_from for c in columns if c.renamed_from}
         held = [c.name for c in member.sensitive_columns if c.name in recorded[member.name]]
-        if held and not slot_map.slots_hold_sensitive:
+        if held and not slot_map.holds_sensitive():
             reason = _now_sensitive(group, member, held, tables)
             outcomes.refuse(group.name, business_date, member.name, reason)
             refused.add(member.name)

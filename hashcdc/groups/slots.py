@@ -85,10 +85,10 @@ class SlotMap:
         """The slot columns, in the state's order."""
         return [slot.name for slot in self.slots]
 
-    @property
-    def slots_hold_sensitive(self) -> bool:
-        """Whether any of the slots is a sensitive column's (:data:`SENSITIVE_SLOTS`)."""
-        return any(slot.name.startswith(SENSITIVE_SLOTS) for slot in self.slots)
+    def holds_sensitive(self, member: str | None = None) -> bool:
+        """Whether a slot (of ``member``'s placements) is a sensitive column's."""
+        slots = self.slots if member is None else [p.slot for p in self.of(member)]
+        return any(slot.name.startswith(SENSITIVE_SLOTS) for slot in slots)
 
     def joined(self, other: SlotMap) -> SlotMap:
         """Both maps' slots and placements: this one's, then ``other``'s (their names differ)."""

@@ -15,7 +15,7 @@ config's) is refused, not the group: the others run (:mod:`hashcdc.groups.outcom
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import reduce
@@ -30,7 +30,7 @@ from hashcdc.errors import InputDataError
 from hashcdc.groups import outcomes
 from hashcdc.groups.evolution import evolve_group
 from hashcdc.groups.members import Group
-from hashcdc.groups.slots import MEMBER_COLUMN, SENSITIVE_SLOTS, SlotMap
+from hashcdc.groups.slots import MEMBER_COLUMN, SlotMap
 from hashcdc.pipeline.columns import (
     EVENT_COLUMNS,
     HASH_COLUMNS,
@@ -103,9 +103,9 @@ def on_slots(
     """
     placed = {p.slot.name: p.column for p in slot_map.of(member)}
     slots = tuple((s.name, s.data_type) for s in slot_map.slots)
-    sensitive = slot_map.slots_hold_sensitive
+    sensitive = slot_map.holds_sensitive()
     own = _own_columns(is_feed, sensitive)
-    if sensitive and not _holds_sensitive(placed):
+    if sensitive and not slot_map.holds_sensitive(member):
         own = tuple(
             F.lit(None).cast("binary").alias(name) if name == SENSITIVE_HASH else name
             for name in own
@@ -117,11 +117,6 @@ def on_slots(
         ("on_slots", member, slots, tuple(sorted(placed.items())), is_feed),
         lambda: _slot_projection(F.lit(member), placed, slots, own),
     )
-
-
-def _holds_sensitive(slots: Iterable[str]) -> bool:
-    """Whether any of these slots is a sensitive column's."""
-    return any(name.startswith(SENSITIVE_SLOTS) for name in slots)
 
 
 def _slot_projection(

@@ -238,9 +238,7 @@ def test_a_members_sensitive_columns_are_kept_in_the_groups_sensitive_tables(
     assert "['email', 'sensitive_string_1', 'string']" in view
     assert "grants={'select': ['pii_readers']}" in view
     assert "grants" not in files["models/crm/people/people_current.sql"]
-    assert "ref('crm_sensitive_history')" in files[
-        "models/crm/people/people_sensitive_history.sql"
-    ]
+    assert "ref('crm_sensitive_history')" in files["models/crm/people/people_sensitive_history.sql"]
     assert "models/crm/regions/regions_sensitive_current.sql" not in files
     assert "crm_sensitive_current" in group_view_names(configs)
     properties = yaml.safe_load(files["models/crm/_crm__models.yml"])
