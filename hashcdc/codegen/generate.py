@@ -246,7 +246,7 @@ def sensitive_context(table: TableConfig, context: dict[str, Any]) -> dict[str, 
     return context | {
         "state_model": table.relations.sensitive_state,
         "runs_after": context["state_model"],
-        "grants": repr({k: list(v) for k, v in grants.items()}) if grants else None,
+        "grants": _grants(grants),
         "column_list": _column_list(sensitive),
         "evolution_arguments": _evolution_arguments(SENSITIVE_HASH, _shape_changes(sensitive)),
         "columns": _columns(sensitive),
@@ -404,11 +404,7 @@ def group_context(group: Group) -> dict[str, Any]:
         "runs_after": None,
         "hash_column": None,
         "extract_type": group.extract_type,
-        "state_properties": repr(
-            state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
-            | NEW_STATE_PROPERTIES
-            | {SLOTS_PROPERTY: slot_map.as_property()}
-        ),
+        "state_properties": _group_state_properties(group, slot_map),
         "state_model": group.relations.state,
         "history_properties": repr(history_properties()),
         "history_retention_hook": _members_retention(group, lambda m: m.history_retention_days),
@@ -477,12 +473,22 @@ def group_sensitive_context(group: Group, context: dict[str, Any]) -> dict[str, 
         "hash_column": SENSITIVE_HASH,
         "members_argument": repr(dict.fromkeys([m.name for m in sensitive], 1.0)),
         "member_shapes": repr(_member_shapes(group, sensitive=True)),
-        "state_properties": repr(
-            state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
-            | NEW_STATE_PROPERTIES
-            | {SLOTS_PROPERTY: slot_map.as_property()}
-        ),
+        "state_properties": _group_state_properties(group, slot_map),
     }
+
+
+def _group_state_properties(group: Group, slot_map: SlotMap) -> str:
+    """The table properties of a group's state holding ``slot_map``'s slots (its map too)."""
+    return repr(
+        state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
+        | NEW_STATE_PROPERTIES
+        | {SLOTS_PROPERTY: slot_map.as_property()}
+    )
+
+
+def _grants(grants: dict[str, list[str]] | None) -> str | None:
+    """The ``grants`` config of a dbt model (``{privilege: [grantee, …]}``), None for none."""
+    return repr({k: list(v) for k, v in grants.items()}) if grants else None
 
 
 def _member_context(member: TableConfig) -> dict[str, Any]:
@@ -581,7 +587,7 @@ def _group_files(group: Group) -> list[GeneratedFile]:
                     else placements
                 ),
                 "trailing": _wrapped_list([f"'{c}'" for c in trailing], indent=12),
-                "grants": repr({k: list(v) for k, v in grants.items()}) if grants else None,
+                "grants": _grants(grants),
             }
             content = _render("member.sql.j2", member_context)
             files.append(
