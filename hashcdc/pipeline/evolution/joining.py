@@ -15,7 +15,10 @@ from its latest date as if it had always been a member:
   in its log, which the group's own dates are read in date order from
   (:func:`hashcdc.state.versions.applied_from_history`);
 - **its history, rejects and changelog**: every date's rows, each naming its table;
-- **what its state records**: the columns added to it (``hashcdc.added.<table>.<column>``).
+- **what its state records**: the columns added to it (``hashcdc.added.<table>.<column>``);
+- **its sensitive tables** (``<t>_sensitive_state``, ``_history``), the same way into the
+  group's (``<group>_sensitive_state``, ``_history``, on the sensitive slots), before the
+  main state, whose slot map records the join as done.
 
 A new group's state is written beside its name and renamed into place last; a group that
 has run dates records the member in its slot map (``hashcdc.slots``) once all its dates
