@@ -53,7 +53,7 @@ from hashcdc.pipeline.columns import (
 from hashcdc.pipeline.hashing import HASH_ALGORITHM_VERSION
 from hashcdc.state.versions import (
     NEW_STATE_PROPERTIES,
-    SLOTS_PROPERTY,
+    group_state_properties,
     history_properties,
     state_properties,
     untouched_operation,
@@ -480,9 +480,7 @@ def group_sensitive_context(group: Group, context: dict[str, Any]) -> dict[str, 
 def _group_state_properties(group: Group, slot_map: SlotMap) -> str:
     """The table properties of a group's state holding ``slot_map``'s slots (its map too)."""
     return repr(
-        state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
-        | NEW_STATE_PROPERTIES
-        | {SLOTS_PROPERTY: slot_map.as_property()}
+        group_state_properties(HASH_ALGORITHM_VERSION, group.extract_type, slot_map.as_property())
     )
 
 

@@ -78,6 +78,12 @@ SLOTS_PROPERTY = "hashcdc.slots"
 HASH_VERSION_PROPERTY = "hashcdc.hash_version"
 
 
+def group_state_properties(hash_version: int, extract_type: str, slots: str) -> dict[str, str]:
+    """The table properties of a new group state: a new state's, and its slot map (``slots``)."""
+    properties = state_properties(hash_version, extract_type) | NEW_STATE_PROPERTIES
+    return properties | {SLOTS_PROPERTY: slots}
+
+
 def state_properties(hash_version: int, extract_type: str | None = None) -> dict[str, str]:
     """The table properties of a state: hash version, timestamps, change data feed.
 

@@ -47,16 +47,15 @@ from hashcdc.state.versions import (
     ADDED_PROPERTY_PREFIX,
     COMMIT_METADATA_SETTING,
     HASH_VERSION_PROPERTY,
-    NEW_STATE_PROPERTIES,
     SLOTS_PROPERTY,
     DateVersion,
     applied_versions,
     commit_metadata,
     group_members,
+    group_state_properties,
     history_properties,
     is_delta,
     member_applied_versions,
-    state_properties,
     table_properties,
 )
 
@@ -366,9 +365,9 @@ def _join_tables(
         written = state + REWRITE_SUFFIX
         spark.sql(f"drop table if exists {written}")
         properties = (
-            state_properties(HASH_ALGORITHM_VERSION, group.extract_type)
-            | NEW_STATE_PROPERTIES
-            | {SLOTS_PROPERTY: slot_map.as_property()}
+            group_state_properties(
+                HASH_ALGORITHM_VERSION, group.extract_type, slot_map.as_property()
+            )
             | added
         )
         if _apply_dates(spark, written, states, dates, slot_map, _listed(properties)):
