@@ -234,6 +234,22 @@ class DbtPeer:
         """Rows of the snapshot that are current (the peer's current table)."""
         raise NotImplementedError
 
+    def current_rows_by_dbt(self, case_name: str) -> int:
+        """Rows of the snapshot that are current, asked by ``dbt show`` in the peer's project.
+
+        For a bench without a Spark session of its own (``--tables``).
+        """
+        snapshot = "{{ ref('snap_" + case_name + "') }}"
+        query = f"select count(*) as n from {snapshot} where dbt_valid_to is null"
+        self._dbt("show", "--inline", query, "--output", "json", "--log-format", "json")
+        for line in (self.root / "last_command.log").read_text().splitlines():
+            shown = (
+                json.loads(line).get("data", {}).get("preview") if line.startswith("{") else None
+            )
+            if shown:
+                return int(json.loads(shown)[0]["n"])
+        raise PeerFailedError(f"peer {self.name}: dbt show printed no count of snap_{case_name}")
+
 
 class DuckdbPeer(DbtPeer):
     """The peer on dbt-duckdb: one DuckDB file."""

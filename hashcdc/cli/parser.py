@@ -435,8 +435,9 @@ def bench_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="only one date over N tables of 1,000 rows (day 1, then day 2 changing 4%%), "
         "each one `hashcdc run --date` through the engine, beside dbt-duckdb snapshots of "
-        "the same tables; with --stream: N change feeds in one table group, --rows and "
-        "--rate spread over them",
+        "the same tables (--peer dbt-spark: also dbt-spark snapshots of 20 of them, per "
+        "table); with --stream: N change feeds in one table group, --rows and --rate spread "
+        "over them",
     )
     parser.add_argument(
         "--group",

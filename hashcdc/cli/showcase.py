@@ -163,7 +163,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from hashcdc.bench import tables as tables_bench
 
         figures = tables_bench.run(
-            project_dir, output, args.tables, group=args.group, distinct=args.distinct
+            project_dir,
+            output,
+            args.tables,
+            group=args.group,
+            distinct=args.distinct,
+            spark_peer="dbt-spark" in (args.peer or []),
         )
         return _reported(tables_bench.markdown(figures), args)
     if args.capture:

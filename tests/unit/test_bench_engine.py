@@ -59,3 +59,27 @@ def test_the_many_tables_report_puts_day_two_beside_the_peer_and_the_target() ->
         in (table)
     )
     assert "| current rows of bench_t000 | 1,000 | 1,000 | equal |" in table
+    assert "dbt-spark" not in table
+
+
+def test_the_many_tables_report_puts_a_table_date_beside_dbt_spark_per_table() -> None:
+    # hashcdc's 100 tables against the dbt-spark peer's 20: each per table.
+    figures = {
+        "tables": 100,
+        "rows": 1_000,
+        "day1_s": 80.0,
+        "day2_s": 35.0,
+        "peer_day1_s": 14.0,
+        "peer_day2_s": 20.0,
+        "current_rows": 1_010,
+        "peer_current_rows": 1_010,
+        "spark_peer_tables": 20,
+        "spark_peer_day1_s": 200.0,
+        "spark_peer_day2_s": 250.0,
+        "spark_peer_current_rows": 1_010,
+    }
+    table = tables_markdown(figures)
+    assert "| day 1 | 0.80 s | 10.00 s (0.08×) | — |" in table
+    assert "| day 2 | 0.35 s | 12.50 s (0.03×) | ≤ 0.1× dbt-spark |" in table
+    assert "dbt-spark: 20 of the tables" in table
+    assert table.count("| current rows of bench_t000 | 1,010 | 1,010 | equal |") == 2
