@@ -35,6 +35,7 @@ from hashcdc.codegen.generate import TEMPLATES
 from hashcdc.errors import HashcdcError
 from hashcdc.runtime.jars import with_table_format
 from hashcdc.runtime.metastore import DERBY_LOG_OPTION
+from hashcdc.runtime.project import profile_output
 
 # The share of the memory free when a DuckDB peer is set up that DuckDB may use.
 PEER_MEMORY_SHARE = 0.5
@@ -322,6 +323,11 @@ class SparkPeer(DbtPeer):
             f"-Dderby.stream.error.file={root / 'derby.log'}", java_options
         )
         super().__init__(root, cases)
+
+    @classmethod
+    def on_project(cls, root: Path, cases: list[PeerCase], project_dir: Path) -> SparkPeer:
+        """The peer on the Spark settings of ``project_dir``'s profile (hashcdc's own)."""
+        return cls(root, cases, profile_output(project_dir).get("server_side_parameters") or {})
 
     def _profile_context(self) -> dict[str, Any]:
         return {"settings": self.settings}

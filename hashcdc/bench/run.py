@@ -333,8 +333,7 @@ def _peers(args: argparse.Namespace, work: Path, cases: list[Any]) -> list[Any]:
     for name in args.peer or []:
         root = work / name
         if PEERS[name] is SparkPeer:
-            settings = profile_output(work).get("server_side_parameters") or {}
-            peers.append(SparkPeer(root, cases, settings))
+            peers.append(SparkPeer.on_project(root, cases, work))
         else:
             peers.append(PEERS[name](root, cases))
     return peers

@@ -28,7 +28,6 @@ import yaml
 
 from hashcdc.bench.engine import Commands, scratch_commands
 from hashcdc.bench.peer import DuckdbPeer, PeerCase, SparkPeer
-from hashcdc.runtime.project import profile_output
 
 DATES = ("2024-01-01", "2024-01-02")
 ROWS = 1_000
@@ -135,8 +134,7 @@ def _spark_peer(
     root: Path, cases: list[PeerCase], figures: dict[str, Any], save: Callable[[], None]
 ) -> None:
     """dbt-spark snapshots on Delta of ``cases``, on the scratch project's Spark settings."""
-    settings = profile_output(root).get("server_side_parameters") or {}
-    peer = SparkPeer(root / "spark_peer", cases, settings)
+    peer = SparkPeer.on_project(root / "spark_peer", cases, root)
     figures["spark_peer_tables"] = len(cases)
     for day, business_date in enumerate(DATES, start=1):
         figures[f"spark_peer_day{day}_s"] = peer.run_all(business_date)
