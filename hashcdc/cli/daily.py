@@ -69,7 +69,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     profile = functools.partial(_print_profile, project_dir, spark) if args.profile else None
     with work.locked():
         work.join_groups(args.target)
-        stops = build_dates(spark, project_dir, runs, log_dir, after_build=profile)
+        stops = build_dates(
+            spark, project_dir, runs, log_dir, after_build=profile, configs=work.configs
+        )
     report = executor_report(spark)
     if report:
         print(report)
@@ -120,7 +122,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             )
             for business_date in dates
         ]
-        stops = build_dates(spark, project_dir, runs, log_dir)
+        stops = build_dates(spark, project_dir, runs, log_dir, configs=work.configs)
     print(f"full log: {shown(log_dir / 'dbt.log')}")
     if stops:
         first = min([*stops.at.values(), *([stops.everything] if stops.everything else [])])

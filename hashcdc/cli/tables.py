@@ -88,7 +88,7 @@ def cmd_upgrade(args: argparse.Namespace) -> int:
     os.chdir(project_dir)
     spark = spark_session(project_dir, args.target)
     schema = profile_output(project_dir, args.target)["schema"]
-    with table_locks(spark, sorted(names)):
+    with table_locks(spark, sorted(names), configs):
         # A member's relations are the group's views once it joined: only a member that
         # still has tables of its own has any of an earlier layout to upgrade.
         own = {name for g in groups for name in own_states(spark, schema, g)}
@@ -125,10 +125,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
     stored = dict.fromkeys(
         name for t in configs if t.name in names for name in stored_tables(schema, t)
     )
-    # ... and a run of any of the group's members writes them: each is locked.
-    groups = {t.group for t in configs if t.name in names and t.group is not None}
-    locked = names | {t.name for t in configs if t.group in groups}
-    with table_locks(spark, sorted(locked)):
+    # ... and a run of any of the group's members writes them: the group is locked.
+    with table_locks(spark, sorted(names), configs):
         for name in stored:
             print(f"{name}: compacting", flush=True)
             done = compact(spark, name, kept)
@@ -166,7 +164,7 @@ def cmd_drop(args: argparse.Namespace) -> int:
                 return 1
         os.chdir(project_dir)
         spark = spark_session(project_dir, args.target)
-        with table_locks(spark, [table.name]):
+        with table_locks(spark, [table.name], tables):
             for name, is_view in relations:
                 spark.sql(f"drop {'view' if is_view else 'table'} if exists {name}")
     for path in files:

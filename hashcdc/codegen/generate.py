@@ -500,7 +500,22 @@ def _member_context(member: TableConfig) -> dict[str, Any]:
     }
 
 
+# The files each group rendered last, by its name: a long-lived process (the engine)
+# checks and lists them at every command (0.3 s a render of a group of 100 tables).
+_RENDERED: dict[str, tuple[Group, list[GeneratedFile]]] = {}
+
+
 def _group_files(group: Group) -> list[GeneratedFile]:
+    """A group's files, rendered again only when its configs changed since the last time."""
+    rendered = _RENDERED.get(group.name)
+    if rendered is not None and rendered[0] == group:
+        return list(rendered[1])
+    files = _rendered_group_files(group)
+    _RENDERED[group.name] = (group, files)
+    return list(files)
+
+
+def _rendered_group_files(group: Group) -> list[GeneratedFile]:
     context = group_context(group)
     names = group.relations
     folder = Path("models") / group.name

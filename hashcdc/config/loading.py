@@ -113,6 +113,11 @@ def parse_table_config(raw: Any, file: str) -> tuple[TableConfig | None, list[st
     return build(TableConfig, _fields(raw, file)), []
 
 
+# libyaml's safe loader where PyYAML has it: a command reads every config (100 tables:
+# 0.4 s with the pure-Python loader).
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_table_configs(tables_dir: Path) -> list[TableConfig]:
     """Load and validate every ``*.yml`` in ``tables_dir``.
 
@@ -130,7 +135,7 @@ def load_table_configs(tables_dir: Path) -> list[TableConfig]:
     for path in files:
         relative = f"{tables_dir.name}/{path.name}"
         try:
-            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+            raw = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)  # noqa: S506
         except yaml.YAMLError as exc:
             problems.append(f"{relative}: not valid YAML: {exc}")
             continue

@@ -18,7 +18,7 @@ from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.groups import outcomes
 from hashcdc.groups.members import stages_of
 from hashcdc.runner.invocation import invoke_and_audit
-from hashcdc.runner.views import excluded, group_view_names, record_built, standing_views
+from hashcdc.runner.views import excluded, fingerprints, record_built, standing_views
 from hashcdc.runtime.project import table_selector
 from hashcdc.state import audit
 
@@ -75,19 +75,22 @@ def build_dates(
     runs: Sequence[DateRun],
     log_dir: Path,
     after_build: Callable[[Any, float], None] | None = None,
+    configs: Sequence[TableConfig] = (),
 ) -> Stops:
     """``dbt build`` each business date in turn, printing a header and the date's summary.
 
     A table that fails on a date is not built on the later dates (its dates apply in
     order); the other tables carry on. ``after_build`` gets each build's dbt result and
-    seconds (``run --profile``). Returns where tables stopped.
+    seconds (``run --profile``); ``configs``: the project's tables, when the command has
+    read them already. Returns where tables stopped.
     """
     out = audit.console()
     stops = Stops()
-    tables = load_table_configs(project_dir / "tables")
+    tables = configs or load_table_configs(project_dir / "tables")
     stages = stages_of(tables)
-    standing = standing_views(spark, project_dir, tables)
-    every_view = group_view_names(tables)
+    views = fingerprints(tables)
+    standing = standing_views(spark, project_dir, views)
+    every_view = sorted(views)
     for run in runs:
         if stops.everything:
             break
@@ -108,8 +111,8 @@ def build_dates(
         with outcomes.holding([*stops.at, *siblings_not_selected(tables, selected)]):
             done = invoke_and_audit(spark, project_dir, "build", args, run.business_date)
         if standing != every_view:
-            record_built(project_dir, tables, done.result)
-            standing = standing_views(spark, project_dir, tables)
+            record_built(project_dir, views, done.result)
+            standing = standing_views(spark, project_dir, views)
         if after_build:
             after_build(done.result, time.perf_counter() - started)
         rows = done.rows

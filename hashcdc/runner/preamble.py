@@ -37,7 +37,7 @@ class Work:
 
     def locked(self) -> AbstractContextManager[Any]:
         """The active tables' locks, held while the block runs (:mod:`hashcdc.runtime.lock`)."""
-        return table_locks(self.spark, self.tables)
+        return table_locks(self.spark, self.tables, self.configs)
 
     def join_groups(self, target: str | None) -> list[str]:
         """Take the active tables that ran on their own into the groups their configs name.

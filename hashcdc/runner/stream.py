@@ -336,7 +336,7 @@ class Stream:
         table (a group: all its members).
         """
         files = [location for read in batch.values() for location in read.locations]
-        with self.turn(), table_locks(self.spark, [m.name for m in unit.members]):
+        with self.turn(), table_locks(self.spark, [m.name for m in unit.members], unit.members):
             latest = self._latest(unit)
             if latest is not None and latest.is_open and date > latest.business_date:
                 closed = self._close(unit, latest.business_date)
@@ -372,7 +372,7 @@ class Stream:
         end_ms = date_bounds_ms(latest.business_date, unit.members[0].time_zone)[1]
         if time.time() * 1000 < end_ms + self.close_after * 60_000:
             return
-        with self.turn(), table_locks(self.spark, [m.name for m in unit.members]):
+        with self.turn(), table_locks(self.spark, [m.name for m in unit.members], unit.members):
             closed = self._close(unit, latest.business_date)
         if any(b.status in audit.FAILED_STATUSES for b in closed):
             self._fail(unit, closed)

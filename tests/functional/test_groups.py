@@ -18,6 +18,9 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
+import socket
+import subprocess
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,7 @@ from hashcdc.cli import main
 from hashcdc.codegen import generate
 from hashcdc.config import load_table_configs
 from hashcdc.pipeline import projections
+from hashcdc.runtime.lock import GROUP_FOLDER, LOCK_FOLDER, _process_start
 
 D1, D2, D3, D4 = "2024-05-01", "2024-05-02", "2024-05-03", "2024-05-04"
 GROUP = "crm"
@@ -943,8 +947,29 @@ def test_a_group_of_delta_extracts_alike(project: Any, capsys: pytest.CaptureFix
     # orders_us's second extract has another header: it alone is refused.
     project.write_csv(f"landing/orders_us/{D2}/part.csv", ["order_id", "amount", "when"], [])
 
+    # A group's members share its lock: a run of one member is refused while another
+    # process holds the group; once that process is gone, the next run clears its lock.
+    warehouse = project.spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:")
+    lock = Path(warehouse) / LOCK_FOLDER / GROUP_FOLDER / "shards.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(["sleep", "120"])
+    try:
+        held = {"host": socket.gethostname(), "pid": holder.pid}
+        lock.write_text(json.dumps({**held, "process_start": _process_start(holder.pid)}))
+        code, out = _run(project, capsys, "run", "--date", D1, "--select", "stock_a")
+        assert (
+            code == 2
+            and f"group 'shards' is being processed by another run (pid {holder.pid}" in out
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    assert not project.rows("show tables like 'shards_state'")
+
     code, out = _run(project, capsys, "run", "--date", D1)
     assert code == 0, out[-3000:]
+    assert "cleared the lock of group 'shards' left by a run that ended" in out
+    assert not lock.exists()
     assert _counts(project, D1) == {
         "orders_ap": (1, 0, 1, 0, 0, 0, 0, "success"),
         "orders_eu": (2, 0, 2, 0, 0, 0, 0, "success"),
