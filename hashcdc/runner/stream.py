@@ -422,15 +422,18 @@ class Stream:
         pairs = [(names.state, names.current)]
         if any(m.sensitive_columns for m in unit.members):
             pairs.append((names.sensitive_state, names.sensitive_current))
+        # One listing of the schema's names: a look-up a view is a call to the metastore each.
+        listed = self.spark.sql(f"show tables in {self.schema}").collect()
+        existing = {row.tableName.lower() for row in listed if not row.isTemporary}
         nodes = [names.stage]
         for state, current in pairs:
             nodes.append(state)
-            if not self.spark.catalog.tableExists(f"{self.schema}.{current}"):
+            if current.lower() not in existing:
                 nodes.append(current)
         if unit.is_group:
             views = [m.relations.current for m in unit.members]
             views += [m.relations.sensitive_current for m in unit.members if m.sensitive_columns]
-            nodes += [v for v in views if not self.spark.catalog.tableExists(f"{self.schema}.{v}")]
+            nodes += [v for v in views if v.lower() not in existing]
         variables = [
             "--vars",
             json.dumps({MICRO_BATCH_VAR: files or True, RETRIES_VAR: self._retried(unit)}),
