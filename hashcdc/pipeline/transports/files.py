@@ -66,6 +66,10 @@ def local_path(file: str) -> str:
     return str(local_location(file) or file)
 
 
+# A capture's unfinished parts (``_capturing-…``, ``.…``), left out as Spark leaves them.
+HIDDEN = ("_", ".")
+
+
 def landed_dates(table: TableConfig, project_dir: Path) -> dict[str, Signature]:
     """The business dates a table's landing holds, each with its files' signature.
 
@@ -92,14 +96,31 @@ def landed_dates(table: TableConfig, project_dir: Path) -> dict[str, Signature]:
         if not DATE_PATTERN.fullmatch(date):
             continue
         found = files.setdefault(date, [])
-        paths = [Path(match)] if os.path.isfile(match) else sorted(Path(match).glob("*"))
-        for path in paths:
-            if path.name.startswith(("_", ".")) or not path.is_file():
+        if not os.path.isfile(match):
+            found += _folder_files(match)
+        elif not os.path.basename(match).startswith(HIDDEN):
+            with contextlib.suppress(FileNotFoundError):  # a file renamed away meanwhile
+                stat = os.stat(match)
+                found.append((match, stat.st_size, stat.st_mtime_ns))
+    return {date: tuple(sorted(entries)) for date, entries in files.items() if entries}
+
+
+def _folder_files(folder: str) -> list[tuple[str, int, int]]:
+    """A date folder's visible files, each with its size and modification time.
+
+    One scan of the folder (a stream looks at every folder of its tables at each step,
+    thousands of files after an hour): its entries' types come with the listing.
+    """
+    found: list[tuple[str, int, int]] = []
+    with contextlib.suppress(FileNotFoundError), os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith(HIDDEN):
                 continue
             with contextlib.suppress(FileNotFoundError):  # a file renamed away meanwhile
-                stat = path.stat()
-                found.append((str(path), stat.st_size, stat.st_mtime_ns))
-    return {date: tuple(sorted(entries)) for date, entries in files.items() if entries}
+                if entry.is_file():
+                    stat = entry.stat()
+                    found.append((entry.path, stat.st_size, stat.st_mtime_ns))
+    return found
 
 
 def next_files(before: Signature, now: Signature, limit: int) -> tuple[list[str], Signature]:
