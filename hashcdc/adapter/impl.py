@@ -104,7 +104,8 @@ class HashcdcAdapter(SparkAdapter):
         tables = sorted({str(row[1]) for row in named if not row[2]} - set(views))
         rows = [(schema, view, False, VIEW_INFORMATION) for view in views]
         if tables:
-            # The pattern's names are alternatives ("a|b"); identifiers hold no wildcard.
+            # The pattern's names are alternatives ("a|b"); the session catalog's names
+            # hold letters, digits and _ alone (INVALID_SCHEMA_OR_RELATION_NAME), no wildcard.
             pattern = "|".join(tables)
             _, extended = self.execute(
                 f"show table extended in {schema} like '{pattern}'", fetch=True
