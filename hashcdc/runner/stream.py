@@ -49,7 +49,12 @@ from hashcdc.runtime.lock import table_locks
 from hashcdc.runtime.project import MICRO_BATCH_VAR, RETRIES_VAR, table_selector
 from hashcdc.runtime.retry import RETRY_FOR_DEFAULT, Retries
 from hashcdc.state import audit, failures
-from hashcdc.state.versions import DateVersion, applied_versions, member_applied_versions
+from hashcdc.state.versions import (
+    DateVersion,
+    applied_versions,
+    member_applied_versions,
+    relation_names,
+)
 
 
 @dataclass(frozen=True)
@@ -422,9 +427,7 @@ class Stream:
         pairs = [(names.state, names.current)]
         if any(m.sensitive_columns for m in unit.members):
             pairs.append((names.sensitive_state, names.sensitive_current))
-        # One listing of the schema's names: a look-up a view is a call to the metastore each.
-        listed = self.spark.sql(f"show tables in {self.schema}").collect()
-        existing = {row.tableName.lower() for row in listed if not row.isTemporary}
+        existing = relation_names(self.spark, self.schema)
         nodes = [names.stage]
         for state, current in pairs:
             nodes.append(state)

@@ -19,6 +19,7 @@ from typing import Any
 
 from hashcdc.codegen import generate
 from hashcdc.config import TableConfig
+from hashcdc.state.versions import relation_names
 
 RECORD = Path("target") / "hashcdc_views.json"
 
@@ -32,11 +33,6 @@ def fingerprints(tables: list[TableConfig]) -> dict[str, str]:
         name: hashlib.sha256(text.encode("utf-8")).hexdigest()
         for name, text in generate.group_views(tables).items()
     }
-
-
-def group_view_names(tables: list[TableConfig]) -> list[str]:
-    """Every group view of the project, sorted (as :func:`standing_views` lists them)."""
-    return sorted(generate.group_views(tables))
 
 
 def _recorded(project_dir: Path) -> dict[str, str]:
@@ -58,8 +54,7 @@ def standing_views(spark: Any, project_dir: Path, wanted: dict[str, str]) -> lis
     unchanged = [name for name, print_ in wanted.items() if recorded.get(name) == print_]
     if not unchanged:
         return []
-    # SHOW TABLES names them; the catalog's listTables describes each (seconds for 500).
-    existing = {row.tableName for row in spark.sql("show tables").collect()}
+    existing = relation_names(spark, spark.catalog.currentDatabase())
     return sorted(name for name in unchanged if name in existing)
 
 

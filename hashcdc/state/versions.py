@@ -523,6 +523,17 @@ def is_delta(spark: Any, table: str) -> bool:
     return _delta_details(spark, table) is not None
 
 
+def relation_names(spark: Any, schema: str) -> set[str]:
+    """The names of a schema's tables and views, in one listing (lower case, as Spark's).
+
+    ``SHOW TABLES`` names them; a look-up a relation (``tableExists``) is a call to the
+    metastore each, and the catalog's ``listTables`` describes each (seconds for 500). The
+    session's temporary views, which it lists too, are left out.
+    """
+    listed = spark.sql(f"show tables in {schema}").collect()
+    return {row.tableName for row in listed if not row.isTemporary}
+
+
 def as_of_views(spark: Any, schema: str, business_date: str, prefix: str = "") -> list[str]:
     """Temporary views that show the schema's tables as they were after ``business_date``.
 

@@ -56,6 +56,7 @@ from hashcdc.state.versions import (
     history_properties,
     is_delta,
     member_applied_versions,
+    relation_names,
     table_properties,
 )
 
@@ -71,7 +72,7 @@ def own_states(
     members = [m for m in group.members if names is None or m.name in names]
     if not members:
         return {}
-    listed = {row.tableName for row in spark.sql(f"show tables in {schema}").collect()}
+    listed = relation_names(spark, schema)
     found = {}
     for member in members:
         own = member.relations.in_schema(schema)
