@@ -94,8 +94,12 @@ def run(
     group: bool = False,
     distinct: bool = False,
     spark_peer: bool = False,
+    keep: bool = False,
 ) -> dict[str, Any]:
-    """Measure, print and return the figures (also ``<output>/bench_tables.json``)."""
+    """Measure, print and return the figures (also ``<output>/bench_tables.json``).
+
+    ``keep``: leave the scratch project (its dbt logs and run results) for a look after.
+    """
     commands = scratch_commands(project_dir, output, "tables_work")
     root = commands.root
     figures: dict[str, Any] = {"tables": count, "rows": ROWS, "group": group, "distinct": distinct}
@@ -126,7 +130,8 @@ def run(
     save()
     if spark_peer:
         _spark_peer(root, cases[:SPARK_PEER_TABLES], figures, save)
-    shutil.rmtree(root, ignore_errors=True)
+    if not keep:
+        shutil.rmtree(root, ignore_errors=True)
     return figures
 
 

@@ -169,6 +169,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             group=args.group,
             distinct=args.distinct,
             spark_peer="dbt-spark" in (args.peer or []),
+            keep=args.keep,
         )
         return _reported(tables_bench.markdown(figures), args)
     if args.capture:

@@ -18,7 +18,13 @@ from hashcdc.config import TableConfig, load_table_configs
 from hashcdc.groups import outcomes
 from hashcdc.groups.members import stages_of
 from hashcdc.runner.invocation import invoke_and_audit
-from hashcdc.runner.views import excluded, fingerprints, record_built, standing_views
+from hashcdc.runner.standing import (
+    excluded,
+    fingerprints,
+    record_built,
+    seed_fingerprints,
+    standing,
+)
 from hashcdc.runtime.project import table_selector
 from hashcdc.state import audit
 
@@ -89,8 +95,8 @@ def build_dates(
     tables = configs or load_table_configs(project_dir / "tables")
     stages = stages_of(tables)
     views = fingerprints(tables)
-    standing = standing_views(spark, project_dir, views)
-    every_view = sorted(views)
+    wanted = views | seed_fingerprints(project_dir)
+    stand = standing(spark, project_dir, wanted)
     for run in runs:
         if stops.everything:
             break
@@ -105,14 +111,13 @@ def build_dates(
         selector = table_selector(selected, stages)
         if selector and run.also_select:
             selector += run.also_select
-        args = [*run.extra, *selector, *excluded(standing, every_view), "--log-path", str(log_dir)]
+        args = [*run.extra, *selector, *excluded(stand, list(views)), "--log-path", str(log_dir)]
         # A member of a group that failed a date is held back from the later ones, and one
         # not selected from its selected siblings' date, as a table of its own is not run.
         with outcomes.holding([*stops.at, *siblings_not_selected(tables, selected)]):
             done = invoke_and_audit(spark, project_dir, "build", args, run.business_date)
-        if standing != every_view:
-            record_built(project_dir, views, done.result)
-            standing = standing_views(spark, project_dir, views)
+        if len(stand) != len(wanted) and record_built(project_dir, wanted, done.result):
+            stand = standing(spark, project_dir, wanted)
         if after_build:
             after_build(done.result, time.perf_counter() - started)
         rows = done.rows

@@ -154,6 +154,12 @@ def _run(project: Any, capsys: Any, *args: str) -> tuple[int, str]:
     return code, captured.out + captured.err
 
 
+def _built(project: Any) -> set[str]:
+    """The nodes the last dbt command built or tested, by name (its run_results.json)."""
+    results = json.loads((project.root / "target" / "run_results.json").read_text())
+    return {result["unique_id"].split(".")[-1] for result in results["results"]}
+
+
 def _current(project: Any, table: str, columns: str) -> set[tuple[Any, ...]]:
     return {tuple(r.values()) for r in project.rows(f"select {columns} from {table}_current")}
 
@@ -190,6 +196,11 @@ def test_a_group_of_four_tables_over_four_dates(
     # Two dates in one run: each one stage, one diff and one commit for the four tables.
     code, out = _run(project, capsys, "run", "--date", D1, D2)
     assert code == 0, out[-3000:]
+    # The package's seed (the demo's expected counts) was loaded with the first date; it
+    # stands, so the second date's build left it out.
+    assert project.rows("select count(*) as n from demo_expected_counts")[0]["n"] > 0
+    assert "demo_expected_counts" not in _built(project)
+    assert "stg_crm" in _built(project)
     assert _counts(project, D1) == {
         "customers": (4, 1, 3, 0, 0, 0, 0, "warn"),
         "notes": (2, 0, 2, 0, 0, 0, 0, "success"),
@@ -294,8 +305,11 @@ def test_a_group_of_four_tables_over_four_dates(
     bad_orders = [[10, 1, "x", D1], [11, 2, "y", D1], [12, 3, "1.00", D2]]
     project.write_csv(f"landing/orders/{D3}/part.csv", header, bad_orders)
     regions_before = _current(project, "regions", "code, label")
+    # A seed of the project's own, new: loaded with the date, and only with this one.
+    project.write_csv("seeds/region_names.csv", ["code", "name"], [["eu", "Europe"]])
     code, out = _run(project, capsys, "run", "--date", D3)
     assert code != 0
+    assert "region_names" in _built(project) and "demo_expected_counts" not in _built(project)
     assert "table 'regions'" in out and "no extract for business date 2024-05-03" in out, out[
         -3000:
     ]
@@ -342,6 +356,7 @@ def test_a_group_of_four_tables_over_four_dates(
     _write(project, "regions", D3)
     code, out = _run(project, capsys, "run", "--date", D3)
     assert code == 0, out[-3000:]
+    assert "region_names" not in _built(project)
     counts = _counts(project, D3)
     assert set(counts) == {"customers", "orders", "regions"}
     assert counts["customers"][:7] == (4, 0, 1, 1, 0, 0, 2)

@@ -13,7 +13,7 @@ from hashcdc.errors import ConfigError
 from hashcdc.groups.evolution import member_shape_changes, moved_columns, recorded_slots
 from hashcdc.groups.members import groups_of, stages_of
 from hashcdc.groups.slots import place, slot_type
-from hashcdc.runner.views import excluded, fingerprints
+from hashcdc.runner.standing import excluded, fingerprints
 from hashcdc.runtime.project import table_selector
 
 
@@ -190,6 +190,12 @@ def test_a_group_generates_its_models_and_each_members_views(tmp_path: Path) -> 
     assert excluded(views, views) == ["--exclude", f"tag:{generate.GROUP_VIEW_TAG}"]
     assert excluded(views[:2], views) == ["--exclude", *views[:2]]
     assert excluded([], views) == []
+    # A standing seed is left out by name, beside the views' tag or names.
+    assert excluded(sorted([*views, "rates"]), views) == [
+        "--exclude", f"tag:{generate.GROUP_VIEW_TAG}", "rates"
+    ]  # fmt: skip
+    assert excluded(["rates", views[0]], views) == ["--exclude", views[0], "rates"]
+    assert excluded(["rates"], views) == ["--exclude", "rates"]
     # No member keeps a changelog: the group has none.
     assert not any("changelog" in path for path in files)
 
