@@ -13,5 +13,5 @@ select
     {%- for column in columns %}
     {{ adapter.quote(column) }}{{ ',' if not loop.last }}
     {%- endfor %}
-from {{ source }}
+from {{ hashcdc.incoming_rows(source) }}
 {% endmacro %}

@@ -12,7 +12,11 @@
         first (Spark refuses a managed table over a non-empty location);
       - the table is dropped and created, not replaced: the session catalog is Delta's,
         which replaces only Delta tables (a parquet table gets `UNSUPPORTED_FEATURE`);
-      - `dbt.ref` of the table's stage reads the session's stage (hashcdc.pipeline.session_stage).
+      - `dbt.ref` of the table's stage reads the session's stage (hashcdc.pipeline.session_stage);
+      - an incremental model's new rows (`__dbt_tmp`) are a temporary view of this
+        session, not a table written, registered and dropped again (about 1 s a date of
+        a table's or a group's rejects): the statement that applies them reads the view
+        (`hashcdc.incoming_rows`), in the same session.
     (The stage itself is not written: materialization `session_stage`, which also runs
     its model's `validate` hook.)
 -#}
@@ -33,6 +37,9 @@ if not isinstance(df, pyspark.sql.DataFrame):
     else:
         raise TypeError(f"{type(df)} is not a supported type for a dbt Python model result")
 
+{%- if target_relation.identifier.endswith('__dbt_tmp') %}
+df.createOrReplaceTempView("{{ target_relation.identifier }}")
+{%- else %}
 # Delta's session catalog replaces only Delta tables: a parquet table is dropped, then made.
 if spark.catalog.tableExists("{{ target_relation }}"):
     spark.sql("drop table {{ target_relation }}")
@@ -48,10 +55,7 @@ if not spark.catalog.tableExists("{{ target_relation }}"):
         if _fs.exists(_orphan):
             _fs.delete(_orphan, True)
 
-{#- The incremental materialization's temporary copy (`__dbt_tmp`) is read once and
-    dropped: parquet, whatever the model's format (a Delta table would add a log to it). #}
-{%- set file_format = 'parquet' if target_relation.identifier.endswith('__dbt_tmp') else config.get('file_format', 'parquet') %}
-writer = df.write.mode("errorifexists").format("{{ file_format }}")
+writer = df.write.mode("errorifexists").format("{{ config.get('file_format', 'parquet') }}")
 {%- set buckets = config.get('buckets') %}
 {%- set clustered_by = config.get('clustered_by') %}
 {%- if buckets and clustered_by %}
@@ -64,6 +68,7 @@ writer = writer.bucketBy({{ buckets | int }}, *{{ bucket_columns | tojson }})
 writer = writer.partitionBy(*{{ partition_columns | tojson }})
 {%- endif %}
 writer.saveAsTable("{{ target_relation }}")
+{%- endif %}
 {%- endmacro -%}
 
 
