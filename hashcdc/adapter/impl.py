@@ -25,7 +25,7 @@ from hashcdc.dates import parse_business_date
 from hashcdc.errors import HashcdcError
 from hashcdc.groups import outcomes
 from hashcdc.groups.evolution import member_shape_changes
-from hashcdc.pipeline.session_stage import StageCounts, kept_counts, session_stage
+from hashcdc.pipeline.session_stage import StageCounts, kept_counts, known_empty, session_stage
 from hashcdc.runtime.sessions import thread_session
 from hashcdc.state.maintenance import compact_if_due, deletion_vectors_by_size
 from hashcdc.state.plan import DateCommand, member_restores, plan_date, plan_of
@@ -224,6 +224,15 @@ class HashcdcAdapter(SparkAdapter):
         return kept_counts(
             self._session(), f"{relation.schema}.{relation.identifier}", business_date
         )
+
+    @available
+    def hashcdc_known_empty(self, relation: BaseRelation) -> bool:
+        """Whether a relation of the node's session has no rows, known without reading it.
+
+        True only when its plan is an empty local relation (:func:`known_empty`): a Python
+        model's rows built empty (:func:`hashcdc.pipeline.rejects.no_rows`). Never a job.
+        """
+        return known_empty(self._session().table(relation.render()))
 
     @available
     def hashcdc_members_run(self, group: str, business_date: str, members: list[str]) -> list[str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F  # noqa: N812 - the conventional alias
+from pyspark.sql.types import StructType
 
 from hashcdc.config import TableConfig
 from hashcdc.dates import parse_business_date
@@ -26,6 +27,16 @@ from hashcdc.pipeline.columns import (
 from hashcdc.pipeline.extract import extract_files
 from hashcdc.pipeline.inputs import table_reader
 from hashcdc.pipeline.transports import transport_of
+
+
+def no_rows(spark: SparkSession, schema: StructType) -> DataFrame:
+    """No rows, as a plan Spark knows to be empty (a local relation): no job reads it.
+
+    The date's write then commits nothing when its table holds none of the date
+    (``hashcdc.replace_date``, :func:`hashcdc.adapter.impl.known_empty`). A DataFrame made of
+    an empty list is an RDD of empty partitions instead, which every read runs a job for.
+    """
+    return spark.createDataFrame([], schema).limit(0)
 
 
 def with_row_numbers(
@@ -106,7 +117,7 @@ def rejected_rows(
     date = parse_business_date(business_date)
     rejected = stage.where(F.col(ROW_ERRORS).isNotNull())
     if rejected.isEmpty():
-        return spark.createDataFrame([], REJECTS_SCHEMA)
+        return no_rows(spark, REJECTS_SCHEMA)
     numbered = with_row_numbers(spark, table, date, rejected)
     # A malformed line may hold sensitive values in any field: its file and line number say
     # where to look.

@@ -309,3 +309,13 @@ def relation_reader(
         return spark.table(relation)
 
     return read
+
+
+def known_empty(frame: DataFrame) -> bool:
+    """Whether a DataFrame has no rows, known from its optimized plan without reading it.
+
+    Spark folds a plan over an empty local relation (``limit(0)``, a filter that is always
+    false) into an empty local relation; any other plan would have to run to say.
+    """
+    plan = frame._jdf.queryExecution().optimizedPlan()  # noqa: SLF001 - the plan, not a job
+    return plan.getClass().getSimpleName() == "LocalRelation" and plan.data().isEmpty()

@@ -82,6 +82,16 @@ def test_rejected_rows_are_quarantined_and_their_keys_kept(project: Any) -> None
     assert project.rows("select * from quarantined_rejects") == []
     assert current(project, "quarantined")[2] == ("2.50", "U")
 
+    # A date without rejects whose table holds none of it commits nothing to the rejects.
+    versions = project.rows("describe history quarantined_rejects")
+    project.write_text(
+        "landing/quarantined/2024-01-03.csv",
+        HEADER + "1,1.50,x\n2,2.50,x\n3,3.25,x\n".replace(",x", ",2024-01-03 09:00:00"),
+    )
+    assert project.build("2024-01-03", "quarantined").success
+    assert project.rows("describe history quarantined_rejects") == versions
+    assert current(project, "quarantined")[3] == ("3.25", "U")
+
 
 def test_rejects_above_the_limit_stop_the_run_before_anything_is_written(project: Any) -> None:
     add_table(project, "over_limit", max_rejects=1, max_reject_fraction=1)
