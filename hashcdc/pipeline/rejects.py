@@ -33,8 +33,9 @@ def no_rows(spark: SparkSession, schema: StructType) -> DataFrame:
     """No rows, as a plan Spark knows to be empty (a local relation): no job reads it.
 
     The date's write then commits nothing when its table holds none of the date
-    (``hashcdc.replace_date``, :func:`hashcdc.adapter.impl.known_empty`). A DataFrame made of
-    an empty list is an RDD of empty partitions instead, which every read runs a job for.
+    (``hashcdc.replace_date``, :func:`hashcdc.pipeline.session_stage.known_empty`). A
+    DataFrame made of an empty list is an RDD of empty partitions instead, which every
+    read runs a job for.
     """
     return spark.createDataFrame([], schema).limit(0)
 
