@@ -95,7 +95,7 @@ def build_dates(
     tables = configs or load_table_configs(project_dir / "tables")
     stages = stages_of(tables)
     views = fingerprints(tables)
-    wanted = views | seed_fingerprints(project_dir)
+    wanted = views | seed_fingerprints(project_dir, tables)
     stand = standing(spark, project_dir, wanted)
     for run in runs:
         if stops.everything:

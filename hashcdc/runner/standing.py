@@ -1,11 +1,12 @@
-"""What stands from date to date: the group views and seeds a date's build leaves out.
+"""What stands from date to date: the group views and package seeds a build leaves out.
 
 A group's views (its current view, each member's current, history, scd2 and rejects) are
 definitions over the group's tables, not data, and a seed is the data of its CSV file: no
 date changes them, yet ``dbt build`` creates each view and loads each seed it builds again
 (0.1-0.3 s a view here, 400 of them for a group of 100 tables; 0.6-0.9 s a seed, the
 package's seed of the demo's expected counts in every project). So a date's build
-excludes every one that the catalog has and that was last built from the files of now;
+excludes every one that the catalog has and that was last built from the files of now
+(a seed only when no test reads it: :func:`seed_fingerprints`);
 one whose files changed (a config, a CSV, its properties) or that the catalog lacks is
 built with the date. Their fingerprints when last built are kept in
 ``target/hashcdc_views.json`` (gone with ``dbt clean``: they are then built once again).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,31 +42,36 @@ def fingerprints(tables: list[TableConfig]) -> dict[str, str]:
     }
 
 
-def seed_fingerprints(project_dir: Path) -> dict[str, str]:
-    """Every seed of the project and its installed packages, by name, with a fingerprint.
+def seed_fingerprints(project_dir: Path, tables: Sequence[TableConfig]) -> dict[str, str]:
+    """The seeds of the installed packages a date may leave out, each with a fingerprint.
 
-    A seed's fingerprint covers what dbt loads it from: its CSV, the property files beside
-    it (column types), and the ``dbt_project.yml`` of the project and of the seed's own
-    project (their seed configs). A seed whose name is not its table's (an alias or schema
-    of its own) is not found in the catalog, so it is loaded every date, as before.
+    Only the packages' seeds (the demo's expected counts), and only those no table tests
+    against (``expected_counts_seed``): dbt leaves a node's tests out with it, so a seed a
+    test reads — any of the project's own, which its tests may read — is loaded with every
+    date, as ``dbt build`` does. A seed's fingerprint covers what dbt loads it from: its
+    CSV, the property files beside it (column types), and the ``dbt_project.yml`` of the
+    project and of its package (their seed configs). A seed whose name is not its table's
+    (an alias or schema of its own) is not found in the catalog: loaded every date.
     """
-    root_file = (project_dir / PROJECT_FILE).read_bytes()
-    projects = [project_dir]
     packages = project_dir / "dbt_packages"
-    if packages.is_dir():
-        projects += sorted(p for p in packages.iterdir() if (p / PROJECT_FILE).is_file())
+    if not packages.is_dir():
+        return {}
+    tested = {t.expected_counts_seed for t in tables if t.expected_counts_seed}
+    root_file = (project_dir / PROJECT_FILE).read_bytes()
     found: dict[str, str] = {}
-    for project in projects:
-        own_file = (project / PROJECT_FILE).read_bytes()
+    for package in sorted(p for p in packages.iterdir() if (p / PROJECT_FILE).is_file()):
+        own_file = (package / PROJECT_FILE).read_bytes()
         settings = yaml.safe_load(own_file) or {}
         for folder_name in settings.get("seed-paths") or ["seeds"]:
-            for folder in sorted({p.parent for p in (project / folder_name).rglob("*.csv")}):
+            for folder in sorted({p.parent for p in (package / folder_name).rglob("*.csv")}):
                 properties = b"".join(
                     p.read_bytes()
                     for p in sorted(folder.iterdir())
                     if p.suffix in (".yml", ".yaml")
                 )
                 for csv in sorted(folder.glob("*.csv")):
+                    if csv.stem in tested:
+                        continue
                     digest = hashlib.sha256(root_file + own_file + properties)
                     digest.update(csv.read_bytes())
                     found.setdefault(csv.stem, digest.hexdigest())
