@@ -111,7 +111,7 @@ def build_dates(
         selector = table_selector(selected, stages)
         if selector and run.also_select:
             selector += run.also_select
-        args = [*run.extra, *selector, *excluded(stand, list(views)), "--log-path", str(log_dir)]
+        args = [*run.extra, *selector, *excluded(stand, views), "--log-path", str(log_dir)]
         # A member of a group that failed a date is held back from the later ones, and one
         # not selected from its selected siblings' date, as a table of its own is not run.
         with outcomes.holding([*stops.at, *siblings_not_selected(tables, selected)]):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,19 +63,20 @@ def seed_fingerprints(project_dir: Path, tables: Sequence[TableConfig]) -> dict[
         own_file = (package / PROJECT_FILE).read_bytes()
         settings = yaml.safe_load(own_file) or {}
         for folder_name in settings.get("seed-paths") or ["seeds"]:
-            for folder in sorted({p.parent for p in (package / folder_name).rglob("*.csv")}):
-                properties = b"".join(
-                    p.read_bytes()
-                    for p in sorted(folder.iterdir())
-                    if p.suffix in (".yml", ".yaml")
-                )
-                for csv in sorted(folder.glob("*.csv")):
-                    if csv.stem in tested:
-                        continue
-                    digest = hashlib.sha256(root_file + own_file + properties)
-                    digest.update(csv.read_bytes())
-                    found.setdefault(csv.stem, digest.hexdigest())
+            for csv in sorted((package / folder_name).rglob("*.csv")):
+                if csv.stem in tested or csv.stem in found:
+                    continue
+                digest = hashlib.sha256(root_file + own_file + _properties(csv.parent))
+                digest.update(csv.read_bytes())
+                found[csv.stem] = digest.hexdigest()
     return found
+
+
+def _properties(folder: Path) -> bytes:
+    """The property files of a seed folder (its seeds' column types), read as they are."""
+    return b"".join(
+        path.read_bytes() for path in sorted(folder.iterdir()) if path.suffix in (".yml", ".yaml")
+    )
 
 
 def _recorded(project_dir: Path) -> dict[str, str]:
@@ -101,7 +102,7 @@ def standing(spark: Any, project_dir: Path, wanted: dict[str, str]) -> list[str]
     return sorted(name for name in unchanged if name in existing)
 
 
-def excluded(stand: list[str], views: list[str]) -> list[str]:
+def excluded(stand: list[str], views: Collection[str]) -> list[str]:
     """Dbt ``--exclude`` arguments that leave the standing views and seeds out of a build.
 
     ``views``: every group view. One tag when every group view stands (each name is one
